@@ -1,0 +1,88 @@
+"""The exceptions pytest-loopguard raises.
+
+    LoopguardError
+     ├── TraceError (also ValueError)     a trace file or mapping is malformed
+     │    └── ScenarioError               a simulation scenario is malformed
+     └── PolicyError (also ValueError)    a policy, preset or override is malformed
+
+Every error carries the place it concerns so that a user can fix the input without a traceback.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import final
+
+__all__ = ["LoopguardError", "LoopguardWarning", "PolicyError", "ScenarioError", "TraceError"]
+
+
+class LoopguardError(Exception):
+    """Root of every error pytest-loopguard raises on purpose."""
+
+
+class TraceError(LoopguardError, ValueError):
+    """A malformed trace: names the file, the step index, the line, the field and what was expected."""
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        file: str | None = None,
+        step: int | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.problem = problem
+        self.file = file
+        self.step = step
+        self.line = line
+        self.field = field
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = self.file or "<trace>"
+        if self.line is not None:
+            where = f"{where}:{self.line}"
+        parts = [where]
+        if self.step is not None:
+            parts.append(f"step {self.step}")
+        if self.field is not None:
+            parts.append(f"field '{self.field}'")
+        return ": ".join(parts) + f": {self.problem}"
+
+    def located(self, *, file: str | None = None, line: int | None = None) -> TraceError:
+        """The same error with the file (and line) filled in where they were unknown."""
+        return type(self)(
+            self.problem,
+            file=self.file or file,
+            step=self.step,
+            line=self.line if self.line is not None else line,
+            field=self.field,
+        )
+
+
+@final
+class ScenarioError(TraceError):
+    """A malformed simulation scenario (unknown behaviour, undefined page or file, bad script step)."""
+
+
+@final
+class PolicyError(LoopguardError, ValueError):
+    """A malformed policy: unknown preset, engine or setting, or a value of the wrong type."""
+
+    def __init__(self, problem: str, *, field: str | None = None, source: str | None = None) -> None:
+        self.problem = problem
+        self.field = field
+        self.source = source
+        prefix = f"{source}: " if source else ""
+        where = f"policy field '{field}': " if field else "policy: "
+        super().__init__(f"{prefix}{where}{problem}")
+
+
+@final
+class LoopguardWarning(UserWarning):
+    """Something was read but not used, e.g. the torn last line of a JSONL trace."""
+
+
+def warn(message: str) -> None:
+    warnings.warn(message, LoopguardWarning, stacklevel=3)

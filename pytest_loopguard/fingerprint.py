@@ -1,0 +1,67 @@
+"""Canonical and ordered identities of tool arguments: computed once per call, compared by engines."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["canonical_args", "canonical_json", "fingerprint", "ordered_args_json", "ordered_fingerprint"]
+
+_SEP = "\x1f"  # cannot appear in a tool name we accept, so "a" + "bc" never equals "ab" + "c"
+
+
+def _normalise(value: Any) -> Any:
+    """JSON-ready form of a YAML/JSON value: integral floats become ints, dates ISO strings."""
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise ValueError(f"NaN and Infinity are not valid argument values (got {value!r})")
+        return int(value) if value.is_integer() else value
+    if isinstance(value, Mapping):
+        return {str(k): _normalise(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_normalise(v) for v in value]
+    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
+        return value.isoformat()
+    raise ValueError(f"unsupported argument value of type {type(value).__name__}: {value!r}")
+
+
+def canonical_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments normalised for comparison (key order kept; sorting happens when serialising)."""
+    normalised = _normalise(args)
+    assert isinstance(normalised, dict)
+    return normalised
+
+
+def canonical_json(args: Mapping[str, Any]) -> str:
+    """Sorted keys, no insignificant whitespace, `1.0` == `1`, dates as ISO strings."""
+    return json.dumps(_normalise(args), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def ordered_args_json(args: Mapping[str, Any]) -> str:
+    """The compact JSON of the arguments as written (Spacebot's identity): `1.0` and `1` differ."""
+    return json.dumps(_plain(args), separators=(",", ":"), ensure_ascii=False)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
+        return value.isoformat()
+    return value
+
+
+def fingerprint(tool: str, args: Mapping[str, Any]) -> str:
+    """The canonical identity of a call: tool name plus canonical arguments."""
+    return tool + _SEP + canonical_json(args)
+
+
+def ordered_fingerprint(tool: str, args: Mapping[str, Any]) -> str:
+    """The as-written identity of a call (`identity: ordered`)."""
+    return tool + _SEP + ordered_args_json(args)

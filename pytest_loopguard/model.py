@@ -1,0 +1,336 @@
+"""Events, results, verdicts, actions and outcomes: frozen value types, no I/O."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final, Literal, final
+
+from .fingerprint import canonical_json, ordered_args_json
+
+__all__ = [
+    "ACTIONS",
+    "LLM_ACTIONS",
+    "OUTCOMES",
+    "PHASES",
+    "SEVERITY",
+    "STEP_KINDS",
+    "TOOL_ACTIONS",
+    "Action",
+    "Done",
+    "LLMCall",
+    "Message",
+    "Outcome",
+    "ReplayResult",
+    "RunExpect",
+    "Step",
+    "StepExpect",
+    "StepResult",
+    "Task",
+    "ToolCall",
+    "ToolResult",
+    "Trace",
+    "Verdict",
+    "combine",
+]
+
+Action = Literal["allow", "warn", "block", "stop", "compact", "retry", "compact_retry", "fail"]
+Outcome = Literal["completed", "stopped", "failed", "exhausted", "incomplete"]
+StepKind = Literal["tool", "llm", "phase", "message", "done"]
+
+TOOL_ACTIONS: Final = ("allow", "warn", "block", "stop")
+LLM_ACTIONS: Final = ("allow", "compact", "retry", "compact_retry", "fail")
+ACTIONS: Final = ("allow", "warn", "block", "stop", "compact", "retry", "compact_retry", "fail")
+OUTCOMES: Final = ("completed", "stopped", "failed", "exhausted", "incomplete")
+PHASES: Final = ("explore", "act", "verify", "recover", "done")
+STEP_KINDS: Final = ("tool", "llm", "phase", "message", "done")
+
+# One ordering for both families; a step only mixes them in rare cases (a stop on the step that opens a turn).
+SEVERITY: Final[Mapping[str, int]] = MappingProxyType(
+    {"allow": 0, "warn": 1, "compact": 2, "block": 3, "retry": 3, "compact_retry": 4, "stop": 5, "fail": 6}
+)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What one engine decided about one event: `reason` is a stable code, `message` what the agent sees."""
+
+    engine: str
+    action: Action
+    reason: str
+    message: str = ""
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "action": self.action,
+            "reason": self.reason,
+            "message": self.message,
+            "data": dict(self.data),
+        }
+
+
+def combine(verdicts: tuple[Verdict, ...] | list[Verdict]) -> Action:
+    """The most severe action among the verdicts; `allow` when there are none."""
+    action: Action = "allow"
+    rank = 0
+    for verdict in verdicts:
+        r = SEVERITY[verdict.action]
+        if r > rank:
+            rank, action = r, verdict.action
+    return action
+
+
+@final
+@dataclass(frozen=True, slots=True, eq=False)
+class ToolCall:
+    """A tool call; both identities are computed once here so engines never re-serialise arguments."""
+
+    tool: str
+    args: Mapping[str, Any]
+    canonical: str  # canonical JSON of args
+    ordered: str  # compact JSON of args as written
+    fingerprint: str  # tool + canonical
+    ordered_fingerprint: str  # tool + ordered
+
+    @classmethod
+    def of(cls, tool: str, args: Mapping[str, Any] | None = None) -> ToolCall:
+        a: Mapping[str, Any] = dict(args) if args else {}
+        canonical = canonical_json(a)
+        ordered = ordered_args_json(a)
+        return cls(tool, a, canonical, ordered, tool + "\x1f" + canonical, tool + "\x1f" + ordered)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ToolCall) and other.ordered_fingerprint == self.ordered_fingerprint
+
+    def __hash__(self) -> int:
+        return hash(self.ordered_fingerprint)
+
+    def __repr__(self) -> str:
+        return f"ToolCall({self.tool}{self.ordered if self.args else ''})"
+
+    def short(self, width: int = 60) -> str:
+        """A one-line rendering for tables: `tool {"a":1}` cut to `width`."""
+        text = self.tool if not self.args else f"{self.tool} {self.ordered}"
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The result of a tool call: ok with optional text/tokens/bytes, or an error message."""
+
+    ok: bool = True
+    text: str | None = None
+    error: str | None = None
+    tokens: int | None = None
+    bytes: int | None = None
+    changed: bool = False
+
+    @property
+    def result_text(self) -> str | None:
+        """`text`, or `error` for a failed call; None when the result has neither."""
+        return self.text if self.ok else (self.error if self.error is not None else self.text)
+
+    @classmethod
+    def failure(cls, error: str) -> ToolResult:
+        return cls(ok=False, error=error)
+
+
+OK: Final = ToolResult()
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class LLMCall:
+    """One call to the model: token counts, or the error the provider returned."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    error: str | None = None
+    text: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Literal["user", "system", "assistant"]
+    text: str = ""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Done:
+    success: bool | None = None
+    text: str = ""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class StepExpect:
+    """A step expectation: the combined action, and optionally a verdict that must be present."""
+
+    action: str  # an Action or "not_reached"
+    engine: str | None = None
+    reason: str | None = None
+    message: str | None = None  # substring of the verdict's message
+    data: Mapping[str, Any] | None = None  # subset of the verdict's data
+    short: bool = True  # written as a bare action string
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunExpect:
+    outcome: str | None = None
+    stopped_by: str | None = None
+    stopped_at: int | None = None
+    counts: Mapping[str, int] | None = None
+    has_stopped_by: bool = False  # `stopped_by: null` was written explicitly
+    has_stopped_at: bool = False
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A task envelope: opens the budget engine's accounting."""
+
+    objective: str = ""
+    phase: str = "explore"
+    budget: Mapping[str, Any] = field(default_factory=dict)
+
+
+@final
+@dataclass(frozen=True, slots=True, eq=False)
+class Step:
+    """One event of a trace. Exactly one of call/llm/phase/message/done is set, as `kind` says."""
+
+    index: int
+    kind: StepKind
+    call: ToolCall | None = None
+    result: ToolResult | None = None  # None: not recorded (treated as ok)
+    llm: LLMCall | None = None
+    phase: str | None = None
+    message: Message | None = None
+    done: Done | None = None
+    expect: StepExpect | None = None
+    t: int | None = None  # run clock, milliseconds
+    line: int | None = None
+    extensions: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def outcome(self) -> ToolResult:
+        """The call's result, defaulting to a plain success."""
+        return self.result if self.result is not None else OK
+
+    def label(self, width: int = 60) -> str:
+        """How the step reads in a table."""
+        if self.call is not None:
+            return self.call.short(width)
+        if self.llm is not None:
+            return f"llm error: {self.llm.error}"[:width] if self.llm.error else "llm"
+        if self.phase is not None:
+            return f"phase {self.phase}"
+        if self.message is not None:
+            return f"message ({self.message.role})"
+        return "done"
+
+
+@final
+@dataclass(frozen=True, slots=True, eq=False)
+class Trace:
+    """A whole trace: header, steps and run expectations. Loaded by `traceio`, replayed by `replay`."""
+
+    name: str
+    steps: tuple[Step, ...] = ()
+    version: int = 1
+    description: str = ""
+    tags: tuple[str, ...] = ()
+    source: Mapping[str, Any] = field(default_factory=dict)
+    policy: str | Mapping[str, Any] | None = None
+    task: Task | None = None
+    context: Mapping[str, Any] = field(default_factory=dict)
+    strict: bool = False
+    expect: RunExpect | None = None
+    mode: Literal["replay", "simulate"] = "replay"
+    env: Mapping[str, Any] = field(default_factory=dict)
+    agent: Mapping[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    max_turns: int | None = None
+    path: str | None = None
+    extensions: Mapping[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def objective(self) -> str:
+        """The original task: `task.objective`, else the first user message, else empty."""
+        if self.task is not None and self.task.objective:
+            return self.task.objective
+        for step in self.steps:
+            if step.message is not None and step.message.role == "user":
+                return step.message.text
+        return ""
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """The verdicts of one step and their combined action (`not_reached` after the run ended)."""
+
+    index: int
+    kind: str
+    tool: str | None
+    action: str
+    verdicts: tuple[Verdict, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "kind": self.kind,
+            "tool": self.tool,
+            "action": self.action,
+            "verdicts": [v.to_dict() for v in self.verdicts],
+        }
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    """One replay: the verdict timeline and the run's outcome."""
+
+    trace: Trace
+    policy: str
+    outcome: Outcome
+    stopped_at: int | None
+    stopped_by: str | None
+    steps: tuple[StepResult, ...]
+
+    def counts(self) -> dict[str, int]:
+        """Steps per combined action (reached steps only)."""
+        out: dict[str, int] = {}
+        for s in self.steps:
+            out[s.action] = out.get(s.action, 0) + 1
+        return out
+
+    def first_intervention(self) -> StepResult | None:
+        """The first step whose combined action is not `allow` (nor `not_reached`)."""
+        for s in self.steps:
+            if s.action not in ("allow", "not_reached"):
+                return s
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trace": self.trace.name,
+            "policy": self.policy,
+            "outcome": self.outcome,
+            "stopped_at": self.stopped_at,
+            "stopped_by": self.stopped_by,
+            "steps": [s.to_dict() for s in self.steps],
+        }

@@ -1,0 +1,288 @@
+"""The Guard: builds a policy's engines for one run, feeds them events, combines their verdicts.
+
+The Guard is the runtime library: a real agent calls it around each model call and tool call, replay
+calls it for each recorded step, and the simulator's agent loop calls it for each simulated one.
+
+    guard = Guard(resolve_policy("default"))
+    guard.start_turn([call])
+    decision = guard.before_call(call)        # allow / warn / block / stop
+    if decision.runs:
+        result = run_tool(call)
+        decision = guard.after_call(call, result, decision)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, final
+
+import pluggy
+
+from . import hookspecs
+from .conversation import Entry, PromptView, Transcript, chars_over_four
+from .engines import Engine, registry
+from .model import Action, Done, LLMCall, Message, Task, ToolCall, ToolResult, Verdict, combine
+from .policy import Policy
+from .tools import Classifier, Kind
+
+__all__ = ["Clock", "Decision", "Guard", "RunContext", "Turn"]
+
+
+@final
+class Clock:
+    """The run's virtual clock in milliseconds: set from step timestamps, advanced by backoffs."""
+
+    __slots__ = ("now_ms",)
+
+    def __init__(self, start_ms: int = 0) -> None:
+        self.now_ms = start_ms
+
+    def set(self, ms: int) -> None:
+        self.now_ms = max(self.now_ms, ms)
+
+    def advance(self, ms: int) -> None:
+        self.now_ms += ms
+
+
+@final
+@dataclass(slots=True, eq=False)
+class Turn:
+    """One model response and the tool calls it asked for."""
+
+    index: int
+    calls: tuple[ToolCall, ...]
+    results: list[ToolResult | None] = field(default_factory=list)  # None: blocked
+    llm: LLMCall | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The verdicts on one event and their combined action."""
+
+    action: Action
+    verdicts: tuple[Verdict, ...] = ()
+
+    @property
+    def runs(self) -> bool:
+        """Whether a tool call goes ahead (allow or warn)."""
+        return self.action in ("allow", "warn")
+
+    @property
+    def message(self) -> str:
+        """The message of the most severe verdict (what the agent is shown), or empty."""
+        for v in self.verdicts:
+            if v.action == self.action:
+                return v.message
+        return ""
+
+
+ALLOW = Decision("allow")
+
+
+@final
+class RunContext:
+    """What engines may read about the run they belong to (and the other engines of it)."""
+
+    __slots__ = (
+        "_kind_cache",
+        "calls",
+        "classifier",
+        "clock",
+        "engines",
+        "objective",
+        "policy",
+        "task",
+        "trace_context",
+        "transcript",
+        "turn",
+        "turns",
+        "view",
+    )
+
+    def __init__(
+        self,
+        policy: Policy,
+        classifier: Classifier,
+        clock: Clock,
+        task: Task | None,
+        objective: str,
+        trace_context: Mapping[str, Any],
+        view: PromptView,
+    ) -> None:
+        self.policy = policy
+        self.classifier = classifier
+        self.clock = clock
+        self.task = task
+        self.objective = objective
+        self.trace_context = trace_context
+        self.view = view
+        self.transcript = Transcript()
+        self.engines: dict[str, Engine] = {}
+        self.turn: Turn | None = None
+        self.turns = 0  # turns started so far
+        self.calls = 0  # tool calls seen so far (blocked ones included)
+        self._kind_cache: dict[str, Kind] = {}
+
+    def kind(self, call: ToolCall) -> Kind:
+        """The call's kind by the policy's table; cached on the call's identity."""
+        k = self._kind_cache.get(call.ordered_fingerprint)
+        if k is None:
+            k = self.classifier.kind(call)
+            self._kind_cache[call.ordered_fingerprint] = k
+        return k
+
+
+def _flatten(results: Iterable[Any]) -> list[Verdict]:
+    out: list[Verdict] = []
+    for r in results:
+        if r is None:
+            continue
+        if isinstance(r, Verdict):
+            out.append(r)
+        else:
+            out.extend(v for v in r if v is not None)
+    return out
+
+
+class Guard:
+    """One run's engines. Not reusable across runs: build a new Guard per run (engines hold run state)."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        task: Task | None = None,
+        objective: str = "",
+        context: Mapping[str, Any] | None = None,
+        clock: Clock | None = None,
+        plugins: Sequence[object] = (),
+    ) -> None:
+        self.policy = policy
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self.pm.add_hookspecs(hookspecs)
+        for plugin in plugins:
+            self.pm.register(plugin)
+        extra_rules = [r for rules in self.pm.hook.loopguard_tool_rules() for r in rules]
+        classifier = Classifier(policy.tools, extra_rules) if extra_rules else policy.classifier
+        count = self._token_counter() if plugins else chars_over_four
+        trace_context = dict(context or {})
+        view = PromptView(count, int(trace_context.get("window_tokens", 0) or 0))
+        self.run = RunContext(
+            policy, classifier, clock or Clock(), task, objective or (task.objective if task else ""),
+            trace_context, view,
+        )
+        known = registry()
+        engines = [known[name](settings, self.run) for name, settings in policy.engines.items()]
+        # pluggy calls the last registered first: register in reverse so engines run in policy order
+        for engine in reversed(engines):
+            self.pm.register(engine, name=engine.name)
+        self.run.engines = {e.name: e for e in engines}
+        self.hook = self.pm.hook
+        self._next_call_id = 0
+
+    def _token_counter(self) -> Any:
+        hook = self.pm.hook.loopguard_count_tokens
+
+        def count(text: str) -> int:
+            n = hook(text=text)
+            return int(n) if n is not None else chars_over_four(text)
+
+        return count
+
+    # ---- turns -------------------------------------------------------------------------------------
+    def start_turn(self, calls: Sequence[ToolCall], llm: LLMCall | None = None) -> Decision:
+        """A new turn with its calls (the model's response). Verdicts land on the step that starts it."""
+        run = self.run
+        turn = Turn(run.turns, tuple(calls), llm=llm)
+        run.turn = turn
+        run.turns += 1
+        if calls or (llm is not None and llm.text):
+            # the assistant message: its text and the calls it makes, as the model wrote them
+            text = "\n".join([*([llm.text] if llm is not None and llm.text else []),
+                              *(f"{c.tool}({c.ordered})" for c in calls)])
+            entry = Entry("assistant", text, tokens=llm.output_tokens if llm else None, turn=turn.index)
+            run.transcript.append(entry)
+            run.view.append(entry)
+        return self._decide(self.hook.loopguard_turn_start(turn=turn))
+
+    def end_turn(self) -> None:
+        turn = self.run.turn
+        if turn is not None:
+            self.hook.loopguard_turn_end(turn=turn)
+            self.run.turn = None
+
+    # ---- tool calls --------------------------------------------------------------------------------
+    def before_call(self, call: ToolCall) -> Decision:
+        """Verdicts before a call runs: block skips it, stop ends the run."""
+        if self.run.turn is None:
+            self.start_turn([call])
+        self.run.calls += 1
+        return self._decide(self.hook.loopguard_before_call(call=call))
+
+    def after_call(self, call: ToolCall, result: ToolResult | None, before: Decision = ALLOW) -> Decision:
+        """Report what happened: the call ran with `result`, or was blocked (`result=None`).
+
+        Returns the combined decision of the call (the verdicts from before and after).
+        """
+        blocked = result is None
+        turn = self.run.turn
+        if turn is not None:
+            turn.results.append(result)
+        call_id = self._next_call_id
+        self._next_call_id += 1
+        t = self.run.transcript
+        if blocked:
+            text = before.message or "blocked"
+            entry = Entry("tool", f"Error: {text}", tool=call.tool, call_id=call_id, turn=turn and turn.index)
+        else:
+            assert result is not None
+            body = result.result_text or ""
+            entry = Entry("tool", body, tokens=result.tokens, tool=call.tool, call_id=call_id,
+                          turn=turn.index if turn else None)
+        t.append(entry)
+        self.run.view.append(entry)
+        after = _flatten(self.hook.loopguard_after_call(call=call, result=result, blocked=blocked))
+        if not after:
+            return before
+        verdicts = before.verdicts + tuple(after)
+        return Decision(combine(verdicts), verdicts)
+
+    # ---- model calls -------------------------------------------------------------------------------
+    def before_llm(self, llm: LLMCall) -> Decision:
+        """Before a model call: dedup and pre-prompt compaction of the prompt view."""
+        d = self._decide(self.hook.loopguard_before_llm(llm=llm, view=self.run.view))
+        self._after_compaction(d)
+        return d
+
+    def llm_result(self, llm: LLMCall) -> Decision:
+        """After a model call: error recovery (compact and retry, back off and retry, or fail)."""
+        d = self._decide(self.hook.loopguard_llm_result(llm=llm, view=self.run.view))
+        self._after_compaction(d)
+        return d
+
+    def _after_compaction(self, d: Decision) -> None:
+        if any(v.action in ("compact", "compact_retry") for v in d.verdicts):
+            self.hook.loopguard_compacted(view=self.run.view)
+
+    # ---- other events ------------------------------------------------------------------------------
+    def phase(self, phase: str) -> Decision:
+        return self._decide(self.hook.loopguard_phase(phase=phase))
+
+    def message(self, message: Message) -> Decision:
+        entry = Entry(message.role, message.text)
+        self.run.transcript.append(entry)
+        self.run.view.append(entry)
+        return self._decide(self.hook.loopguard_message(message=message))
+
+    def done(self, done: Done) -> Decision:
+        return self._decide(self.hook.loopguard_done(done=done))
+
+    # ---- helpers -----------------------------------------------------------------------------------
+    @staticmethod
+    def _decide(results: Iterable[Any]) -> Decision:
+        verdicts = _flatten(results)
+        if not verdicts:
+            return ALLOW
+        return Decision(combine(verdicts), tuple(verdicts))
