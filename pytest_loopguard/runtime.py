@@ -134,6 +134,21 @@ class RunContext:
         return k
 
 
+class _EngineManager(pluggy.PluginManager):
+    """A plugin manager that only inspects `loopguard_*` attributes: a Guard is built per run, so
+    registration must be cheap (pluggy otherwise inspects every attribute of every engine)."""
+
+    def parse_hookimpl_opts(self, plugin: object, name: str) -> Any:
+        if not name.startswith("loopguard_"):
+            return None
+        return super().parse_hookimpl_opts(plugin, name)
+
+    def parse_hookspec_opts(self, module_or_class: object, name: str) -> Any:
+        if not name.startswith("loopguard_"):
+            return None
+        return super().parse_hookspec_opts(module_or_class, name)
+
+
 def _flatten(results: Iterable[Any]) -> list[Verdict]:
     out: list[Verdict] = []
     for r in results:
@@ -160,7 +175,7 @@ class Guard:
         plugins: Sequence[object] = (),
     ) -> None:
         self.policy = policy
-        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self.pm = _EngineManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         for plugin in plugins:
             self.pm.register(plugin)
