@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from ..hookspecs import hookimpl
+from ..model import Verdict
 from .base import Engine, EngineSettings
+
+if TYPE_CHECKING:
+    from ..model import Message, ToolCall, ToolResult
+    from ..runtime import RunContext
 
 __all__ = ["ENGINE", "LoopGuard", "Settings"]
 
@@ -33,9 +40,195 @@ class Settings(EngineSettings):
     reset_on_user_message: bool = True
 
 
+NAME = "loop_guard"
+LoopGuardSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
+
+
 class LoopGuard(Engine):
-    name = "loop_guard"
+    """Counts consecutive identical calls, spots alternations in a ring of recent calls and poisons
+    identities that keep producing the same result.
+
+    Only the current identity's consecutive and warning counts are kept: a call with another identity
+    resets them all (Spacebot clears its maps), so one triple says everything. Ping-pong warning counts
+    and outcome counts are per identity and survive that reset; everything goes at a user message.
+    """
+
+    name = NAME
     Settings = Settings
+
+    def __init__(self, settings: LoopGuardSettings, run: RunContext) -> None:
+        super().__init__(settings, run)
+        self.settings: LoopGuardSettings = settings
+        self._ordered = settings.identity == "ordered"
+        self._poll_words = tuple(w.lower() for w in settings.poll_words)
+        self._poll_shell_tools = frozenset(settings.poll_shell_tools)
+        # identity -> (tool, observation?, poll?): pure functions of the identity, kept across resets
+        self._facts: dict[str, tuple[str, bool, bool]] = {}
+        self._ring: deque[str] = deque(maxlen=settings.ring_size)
+        self._current: str | None = None
+        self._consecutive = 0
+        self._warnings = 0
+        self._ping_pong_warnings: dict[str, int] = {}
+        self._outcomes: dict[tuple[str, bytes], int] = {}
+        self._poisoned: dict[str, int] = {}  # identity -> the outcome count that poisoned it
+
+    # ---- identity ----------------------------------------------------------------------------------
+    def _identity(self, call: ToolCall) -> str:
+        return call.ordered_fingerprint if self._ordered else call.fingerprint
+
+    def _facts_of(self, identity: str, call: ToolCall) -> tuple[str, bool, bool]:
+        facts = self._facts.get(identity)
+        if facts is None:
+            observation = self.run.kind(call) == "observation"
+            poll = observation
+            if not poll and call.tool in self._poll_shell_tools:
+                text = call.ordered
+                if len(text) < self.settings.poll_max_chars:
+                    lowered = text.lower()
+                    poll = any(word in lowered for word in self._poll_words)
+            facts = (call.tool, observation, poll)
+            self._facts[identity] = facts
+        return facts
+
+    # ---- hooks -------------------------------------------------------------------------------------
+    @hookimpl
+    def loopguard_before_call(self, call: ToolCall) -> Verdict | None:
+        s = self.settings
+        identity = self._identity(call)
+        tool, _, poll = self._facts_of(identity, call)
+        # the ring holds every call the agent made, blocked ones included
+        self._ring.append(identity)
+
+        poisoned_at = self._poisoned.get(identity)
+        if poisoned_at is not None:
+            return Verdict(
+                NAME, "block", "loop_guard.identical_outcome",
+                f"Blocked: tool '{tool}' returned the same result {poisoned_at} times for identical parameters. "
+                "Calling it again will not change the result; try a different approach.",
+                {"tool": tool, "outcome_count": poisoned_at, "threshold": s.outcome_block_threshold},
+            )
+
+        if identity != self._current:
+            self._current = identity
+            self._consecutive = 0
+            self._warnings = 0
+        self._consecutive += 1
+        count = self._consecutive
+        multiplier = s.poll_multiplier if poll else 1
+        block_at = s.block_at * multiplier
+        if count >= block_at:
+            return Verdict(
+                NAME, "block", "loop_guard.consecutive_block",
+                f"Blocked: tool '{tool}' called {count} times with identical parameters. "
+                "Try a different approach or different parameters.",
+                {"tool": tool, "count": count, "threshold": block_at, "poll": poll},
+            )
+        warn_at = s.warn_at * multiplier
+        if count >= warn_at:
+            self._warnings += 1
+            data = {"tool": tool, "count": count, "threshold": warn_at, "block_at": block_at, "poll": poll,
+                    "warnings": self._warnings, "max_warnings": s.max_warnings_per_call}
+            if self._warnings > s.max_warnings_per_call:
+                return Verdict(
+                    NAME, "block", "loop_guard.warnings_exhausted",
+                    f"Blocked: tool '{tool}' called {count} times with identical parameters after "
+                    f"{s.max_warnings_per_call} warnings. Try a different approach or different parameters.",
+                    data,
+                )
+            return Verdict(
+                NAME, s.warn_action, "loop_guard.consecutive_warning",
+                f"Warning: tool '{tool}' has been called {count} times with identical parameters. "
+                "Consider a different approach.",
+                data,
+            )
+
+        if s.ping_pong:
+            return self._ping_pong(identity, tool)
+        return None
+
+    def _ping_pong(self, identity: str, tool: str) -> Verdict | None:
+        s = self.settings
+        ring = self._ring
+        n = len(ring)
+        for period in s.ping_pong_periods:
+            window = period * s.ping_pong_detect_repeats
+            if period < 2 or n < window:
+                continue
+            # the last `window` identities repeat with this period ...
+            if any(ring[i] != ring[i - period] for i in range(n - window + period, n)):
+                continue
+            cycle = [ring[i] for i in range(n - period, n)]
+            # ... and are not one identity over and over (that is the consecutive rule's business)
+            if all(c == cycle[0] for c in cycle):
+                continue
+            if self._observation_exempt(cycle):
+                continue
+            # whole trailing repetitions: extend the periodic tail as far back as the ring goes
+            length = window
+            while length < n and ring[n - 1 - length] == ring[n - 1 - length + period]:
+                length += 1
+            repeats = length // period
+            tools = [self._facts[c][0] for c in cycle]
+            data: dict[str, Any] = {"tool": tool, "period": period, "repeats": repeats, "tools": tools,
+                                    "threshold": s.ping_pong_min_repeats}
+            names = ", ".join(f"'{t}'" for t in tools)
+            if repeats >= s.ping_pong_min_repeats:
+                return Verdict(
+                    NAME, "block", "loop_guard.ping_pong",
+                    f"Blocked: ping-pong loop detected: tools {names} alternating, {repeats} repetitions. "
+                    "Break the cycle with a different approach.",
+                    data,
+                )
+            warnings = self._ping_pong_warnings.get(identity, 0) + 1
+            self._ping_pong_warnings[identity] = warnings
+            if warnings > s.max_warnings_per_call:
+                return None
+            data["warnings"] = warnings
+            data["max_warnings"] = s.max_warnings_per_call
+            return Verdict(
+                NAME, s.warn_action, "loop_guard.ping_pong_warning",
+                f"Warning: ping-pong pattern detected: tools {names} alternating, {repeats} repetitions. "
+                "Consider a different approach.",
+                data,
+            )
+        return None
+
+    def _observation_exempt(self, cycle: list[str]) -> bool:
+        """Observation ↔ action alternation is normal browsing: exempt when exactly one side of any
+        neighbouring pair of the cycle (A–B, B–C, C–A) is an observation. Two observations are not."""
+        facts = self._facts
+        period = len(cycle)
+        pairs = 1 if period == 2 else period
+        return any(facts[cycle[i]][1] != facts[cycle[(i + 1) % period]][1] for i in range(pairs))
+
+    @hookimpl
+    def loopguard_after_call(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> None:
+        threshold = self.settings.outcome_block_threshold
+        if blocked or result is None or threshold <= 0:
+            return
+        text = result.result_text
+        if text is None:
+            return
+        size = self.settings.outcome_prefix_bytes
+        # a character is at least one byte: encoding `size` characters covers the `size`-byte prefix
+        key = (self._identity(call), text[:size].encode("utf-8")[:size])
+        count = self._outcomes.get(key, 0) + 1
+        self._outcomes[key] = count
+        if count >= threshold and key[0] not in self._poisoned:
+            self._poisoned[key[0]] = count
+
+    @hookimpl
+    def loopguard_message(self, message: Message) -> None:
+        if message.role != "user" or not self.settings.reset_on_user_message:
+            return
+        # a user message starts a new prompt: Spacebot builds a fresh guard for it
+        self._ring.clear()
+        self._current = None
+        self._consecutive = 0
+        self._warnings = 0
+        self._ping_pong_warnings.clear()
+        self._outcomes.clear()
+        self._poisoned.clear()
 
 
 ENGINE = LoopGuard
