@@ -49,8 +49,12 @@ def loopguard_turn_start(turn: Turn) -> Any:
 
 
 @hookspec
-def loopguard_before_call(call: ToolCall) -> Any:
-    """Called before a tool call runs. May return verdicts: `block` skips the call, `stop` ends the run."""
+def loopguard_before_call(call: ToolCall, result: ToolResult | None) -> Any:
+    """Called before a tool call runs. May return verdicts: `block` skips the call, `stop` ends the run.
+
+    `result` is the call's result when the caller already knows it (replay of a recorded trace), else
+    None. Engines may read only `result.changed` from it (a fact about the file before the call).
+    """
 
 
 @hookspec

@@ -84,7 +84,7 @@ def replay(trace: Trace, policy: Any = None, *, plugins: Sequence[object] = ()) 
             if _ends(verdicts):
                 decision_verdicts = verdicts
             else:
-                before = guard.before_call(call)
+                before = guard.before_call(call, step.result)
                 ran = before.runs
                 after = guard.after_call(call, step.outcome if ran else None, before)
                 decision_verdicts = verdicts + after.verdicts

@@ -229,12 +229,15 @@ class Guard:
             self.run.turn = None
 
     # ---- tool calls --------------------------------------------------------------------------------
-    def before_call(self, call: ToolCall) -> Decision:
-        """Verdicts before a call runs: block skips it, stop ends the run."""
+    def before_call(self, call: ToolCall, result: ToolResult | None = None) -> Decision:
+        """Verdicts before a call runs: block skips it, stop ends the run.
+
+        `result`, when already known (a recorded trace), lets engines read `result.changed` first.
+        """
         if self.run.turn is None:
             self.start_turn([call])
         self.run.calls += 1
-        return self._decide(self.hook.loopguard_before_call(call=call))
+        return self._decide(self.hook.loopguard_before_call(call=call, result=result))
 
     def after_call(self, call: ToolCall, result: ToolResult | None, before: Decision = ALLOW) -> Decision:
         """Report what happened: the call ran with `result`, or was blocked (`result=None`).
