@@ -1,0 +1,358 @@
+"""The `loopguard` command: replay a corpus, show one timeline, validate files, compare presets and policies.
+
+    loopguard run [PATHS...] [--policy P] [--json]        replay and check expectations (exit 1 on a mismatch)
+    loopguard replay FILE[::NAME] [--policy P] [--json]    one trace's verdict timeline
+    loopguard validate PATHS...                            load every file, report every bad one
+    loopguard presets [NAMES...] [--json]                  presets' settings side by side
+    loopguard matrix PATHS --policies a,b [--json]         first intervention per trace and policy
+    loopguard simulate FILE [-o OUT] [--policy P] [--json] run a scenario and record its trace
+    loopguard bench [--events N] [--policy P...] [--seed S] replay speed per preset
+
+Bad input (a malformed trace, an unknown preset) is reported in a line or two without a traceback and
+exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import json
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from tabulate import tabulate
+
+from . import __version__
+from .engines import ENGINE_ORDER, registry
+from .errors import LoopguardError, LoopguardWarning, TraceError
+from .expect import Mismatch, check
+from .model import ReplayResult, Trace
+from .policy import ALIASES, Policy, preset_names, resolve_policy
+from .replay import execute
+from .report import json_entry, mismatch_table, shorten, summary_table, timeline_table
+from .traceio import dump, load_file, validate_paths
+
+__all__ = ["main"]
+
+EXIT_OK = 0
+EXIT_MISMATCH = 1
+EXIT_BAD_INPUT = 2
+OFF = "—"  # an engine the preset does not enable
+SETTING_WIDTH = 28  # long lists (marker words, tool names) are cut so presets fit side by side
+
+
+class _BadInput(Exception):
+    """Input errors already reported on stderr: the command exits 2."""
+
+
+# ---- output helpers --------------------------------------------------------------------------------
+def _out(text: str = "") -> None:
+    print(text, file=sys.stdout)
+
+
+def _err(text: str) -> None:
+    print(text, file=sys.stderr)
+
+
+def _json(value: Any, stream: TextIO | None = None) -> None:
+    # Verdict data may hold tuples or other plain values; str() keeps the output valid JSON.
+    print(json.dumps(value, indent=2, ensure_ascii=False, default=str), file=stream or sys.stdout)
+
+
+@contextmanager
+def _trace_warnings() -> Iterator[None]:
+    """Silence Python's warning printer for LoopguardWarning: each trace carries its warnings, shown once."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LoopguardWarning)
+        yield
+
+
+def _report_warnings(traces: Sequence[Trace]) -> None:
+    for trace in traces:
+        for text in trace.warnings:
+            _err(f"warning: {text}")
+
+
+def _load_corpus(paths: Sequence[str]) -> list[Trace]:
+    """Every trace under `paths`; every bad file is reported before giving up with exit 2."""
+    with _trace_warnings():
+        traces, errors = validate_paths(paths)
+    _report_warnings(traces)
+    for error in errors:
+        _err(f"error: {error}")
+    if errors:
+        n = len(errors)
+        _err(f"loopguard: {n} bad input{'s' if n != 1 else ''}")
+        raise _BadInput
+    return traces
+
+
+def _load_one(spec: str) -> Trace:
+    """One trace from `FILE` or `FILE::NAME` (a file with several traces needs the name)."""
+    path, _, name = spec.partition("::")
+    with _trace_warnings():
+        traces = load_file(path)
+    if name:
+        chosen = [t for t in traces if t.name == name]
+        if not chosen:
+            known = ", ".join(t.name for t in traces)
+            raise TraceError(f"no trace named {name!r}; the file holds: {known}", file=path)
+        traces = chosen
+    elif len(traces) > 1:
+        known = ", ".join(t.name for t in traces)
+        raise TraceError(f"the file holds {len(traces)} traces ({known}); pick one with FILE::NAME", file=path)
+    _report_warnings(traces)
+    return traces[0]
+
+
+def _policy_arg(spec: str | None) -> Policy | None:
+    """The --policy option resolved once (so a bad name fails before any replay), or None."""
+    return resolve_policy(spec) if spec is not None else None
+
+
+def _first_intervention(result: ReplayResult) -> str:
+    step = result.first_intervention()
+    if step is None:
+        return OFF
+    reason = next((v.reason for v in step.verdicts if v.action == step.action), "")
+    return f"step {step.index}: {step.action} {reason}".rstrip()
+
+
+# ---- subcommands -----------------------------------------------------------------------------------
+def _cmd_run(args: argparse.Namespace) -> int:
+    policy = _policy_arg(args.policy)
+    with _trace_warnings():
+        traces, errors = validate_paths(args.paths)
+    _report_warnings(traces)
+    results: list[tuple[ReplayResult, list[Mismatch]]] = []
+    for trace in traces:
+        try:
+            result = execute(trace, policy)
+        except LoopguardError as exc:  # e.g. a scenario the simulators reject: a bad input like a load error
+            errors.append(exc if isinstance(exc, TraceError) else TraceError(str(exc), file=trace.path))
+            continue
+        results.append((result, check(result)))
+    if args.json:
+        _json([{**json_entry(r, m), "mismatches": [str(x) for x in m]} for r, m in results])
+    else:
+        if results:
+            _out(summary_table(results))
+        for result, mismatches in results:
+            if mismatches:
+                _out()
+                _out(f"{result.trace.path}::{result.trace.name}")
+                _out(mismatch_table(result, mismatches))
+        failed = sum(1 for _, m in results if m)
+        _out()
+        _out(f"loopguard: {len(results)} traces replayed, {failed} mismatched")
+    for error in errors:
+        _err(f"error: {error}")
+    if errors:
+        return EXIT_BAD_INPUT
+    return EXIT_MISMATCH if any(m for _, m in results) else EXIT_OK
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    trace = _load_one(args.file)
+    result = execute(trace, args.policy)
+    if args.json:
+        _json(result.to_dict())
+        return EXIT_OK
+    _out(timeline_table(result))
+    mismatches = check(result)
+    if mismatches:
+        _out(f"expectations: {len(mismatches)} mismatch{'es' if len(mismatches) != 1 else ''}")
+        for m in mismatches:
+            _out(f"  {m}")
+    return EXIT_OK
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    with _trace_warnings():
+        traces, errors = validate_paths(args.paths)
+    _report_warnings(traces)
+    for error in errors:
+        _err(f"error: {error}")
+    files = len({t.path for t in traces})
+    _out(f"{len(traces)} traces in {files} files ok, {len(errors)} bad")
+    return EXIT_BAD_INPUT if errors else EXIT_OK
+
+
+def _setting_text(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(_setting_text(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_setting_text(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def presets_table(policies: Sequence[Policy]) -> str:
+    """Rows `engine.setting`, one column per policy; `—` where the policy does not enable the engine."""
+    known = registry()
+    engines = [e for e in (*ENGINE_ORDER, *sorted(known)) if any(p.enabled(e) for p in policies)]
+    rows: list[list[str]] = []
+    for engine in dict.fromkeys(engines):
+        for f in dataclasses.fields(known[engine].Settings):
+            row = [f"{engine}.{f.name}"]
+            for p in policies:
+                value = _setting_text(getattr(p.settings(engine), f.name)) if p.enabled(engine) else OFF
+                row.append(shorten(value, SETTING_WIDTH))
+            rows.append(row)
+    # Engines classify calls by the policy's tool table, so its size differs between presets too.
+    rows.append(["tools (rules)", *(str(len(p.tools)) for p in policies)])
+    return tabulate(rows, headers=["setting", *(p.name for p in policies)], tablefmt="simple",
+                    disable_numparse=True)
+
+
+def _cmd_presets(args: argparse.Namespace) -> int:
+    names = args.names or [n for n in preset_names() if n not in ALIASES]
+    policies = [resolve_policy(n) for n in names]
+    if args.json:
+        _json({p.name: p.to_dict() for p in policies})
+    else:
+        _out(presets_table(policies))
+    return EXIT_OK
+
+
+def _cmd_matrix(args: argparse.Namespace) -> int:
+    names = [n.strip() for n in args.policies.split(",") if n.strip()]
+    if not names:
+        raise TraceError("--policies needs at least one preset or policy file", field="--policies")
+    policies = [resolve_policy(n) for n in names]
+    traces = _load_corpus(args.paths)
+    table: list[tuple[Trace, list[ReplayResult]]] = []
+    for trace in traces:
+        table.append((trace, [execute(trace, p) for p in policies]))
+    if args.json:
+        _json([
+            {
+                "trace": trace.name,
+                "file": trace.path,
+                "policies": {
+                    name: {
+                        "outcome": r.outcome,
+                        "first_intervention": (
+                            None if (s := r.first_intervention()) is None
+                            else {"index": s.index, "action": s.action,
+                                  "reason": next((v.reason for v in s.verdicts if v.action == s.action), None)}
+                        ),
+                    }
+                    for name, r in zip(names, results, strict=True)
+                },
+            }
+            for trace, results in table
+        ])
+    else:
+        rows = [[trace.name, *(_first_intervention(r) for r in results)] for trace, results in table]
+        _out(tabulate(rows, headers=["trace", *names], tablefmt="simple", disable_numparse=True))
+    return EXIT_OK
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    trace = _load_one(args.file)
+    if trace.mode != "simulate":
+        raise TraceError("not a scenario (a scenario has `mode: simulate`); use `loopguard replay`",
+                         file=trace.path, field="mode")
+    # Imported by name: the simulators build on this package, not the reverse.
+    simulation = importlib.import_module("simulators.scenario").simulate(trace, args.policy)
+    if args.output:
+        dump(simulation.recorded, args.output)
+    result: ReplayResult = simulation.result
+    if args.json:
+        _json(result.to_dict())
+    else:
+        _out(timeline_table(result))
+        if args.output:
+            _out(f"recorded trace written to {args.output}")
+    return EXIT_OK
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import bench_table, run_bench  # keeps the synthetic-trace generator off the other commands' path
+
+    names = args.policy or [n for n in preset_names() if n not in ALIASES]
+    policies = [resolve_policy(n) for n in names]
+    rows = run_bench(policies, events=args.events, seed=args.seed)
+    _out(bench_table(rows))
+    _out(f"{args.events} events per preset, seed {args.seed}")
+    return EXIT_OK
+
+
+# ---- parser ----------------------------------------------------------------------------------------
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="loopguard", description="Replay agent tool-call traces through loop policies and check the verdicts."
+    )
+    parser.add_argument("--version", action="version", version=f"loopguard {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(name: str, func: Callable[[argparse.Namespace], int], help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(func=func)
+        return p
+
+    p = add("run", _cmd_run, "replay every trace under PATHS and check its expectations (exit 1 on a mismatch)")
+    p.add_argument("paths", nargs="*", default=["traces"], metavar="PATHS", help="files or folders (default: traces)")
+    p.add_argument("--policy", help="replay every trace under this preset or policy file instead of its own")
+    p.add_argument("--json", action="store_true", help="print a JSON list, one entry per trace")
+
+    p = add("replay", _cmd_replay, "print one trace's verdict timeline")
+    p.add_argument("file", metavar="FILE", help="a trace file; FILE::NAME picks one trace of several")
+    p.add_argument("--policy", help="a preset name or policy file (default: the trace's own)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+
+    p = add("validate", _cmd_validate, "load every trace file under PATHS and report every bad one")
+    p.add_argument("paths", nargs="+", metavar="PATHS")
+
+    p = add("presets", _cmd_presets, "print presets' settings side by side")
+    p.add_argument("names", nargs="*", metavar="NAMES", help="presets to show (default: all)")
+    p.add_argument("--json", action="store_true")
+
+    p = add("matrix", _cmd_matrix, "first intervention of each trace under each policy")
+    p.add_argument("paths", nargs="+", metavar="PATHS")
+    p.add_argument("--policies", required=True, help="comma-separated presets or policy files")
+    p.add_argument("--json", action="store_true")
+
+    p = add("simulate", _cmd_simulate, "run a scenario (mode: simulate) and record the trace it produces")
+    p.add_argument("file", metavar="FILE", help="a scenario file; FILE::NAME picks one of several")
+    p.add_argument("-o", "--output", metavar="OUT", help="write the recorded trace here (.yaml, .json, .jsonl)")
+    p.add_argument("--policy", help="a preset name or policy file (default: the scenario's own)")
+    p.add_argument("--json", action="store_true")
+
+    p = add("bench", _cmd_bench, "replay speed of synthetic traces under each preset")
+    p.add_argument("--events", type=int, default=20000, help="events per preset (default 20000)")
+    p.add_argument("--policy", action="append", metavar="P", help="a preset or policy file; repeatable")
+    p.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `loopguard` command; returns the exit status (0 ok, 1 mismatch, 2 bad input)."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits on usage errors and --help; callers want a status
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
+    try:
+        status: int = args.func(args)
+    except _BadInput:
+        return EXIT_BAD_INPUT
+    except LoopguardError as exc:
+        _err(f"loopguard: error: {exc}")
+        return EXIT_BAD_INPUT
+    except OSError as exc:  # e.g. -o into a folder that does not exist
+        _err(f"loopguard: error: {exc.filename or ''}: {exc.strerror}")
+        return EXIT_BAD_INPUT
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
