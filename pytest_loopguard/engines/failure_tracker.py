@@ -1,13 +1,44 @@
-"""failure_tracker: consecutive failed turns, forced done, repetition, action loops, guardrails (seed 003)."""
+"""failure_tracker: consecutive failed turns, forced done, repetition, action loops, guardrails (seed 003).
+
+Five independent rules share this engine, each switched on by its settings (PRESETS.md):
+
+- failed turns (`max_failures`): browser-use's rule, a turn with exactly one call which failed counts
+  (`turn_failure: single_call`), or ours, a turn whose non-blocked calls all failed (`all_failed`); the
+  call that brings the streak to `max_failures` forces the done tool (warn) and any later non-done call
+  stops the run; without `final_response_after_failure` reaching it stops at once;
+- repetition (`max_repetitions`): the same tool with the same `target_keys` arguments as the previous
+  call, `max_repetitions` times over, stops the run before the call;
+- `max_steps`: the turn after `max_steps` turns ends the run as exhausted;
+- browser-use's action-loop nudges (`action_loop`): a window of normalised call identities, warn when the
+  most frequent one reaches a level;
+- Hermes' guardrails (`guardrails`): per-signature and per-tool failure counts and read-only no-progress
+  chains, reset at each user message.
+
+Opt-in guardrail hard stops, as Hermes places them: `exact_failure_block_at` and `no_progress_block_at`
+block the NEXT call of the signature once its count has reached the threshold (checked before the call;
+a blocked call changes no count, so it stays blocked until a user message resets the counts);
+`same_tool_failure_stop_at` stops the run on the failure that brings the tool's count to it (the run
+ends after that call; there is no later call to check).
+"""
 
 from __future__ import annotations
 
+import re
+from collections import Counter, deque
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
+from ..fingerprint import canonical_json
+from ..hookspecs import hookimpl
+from ..model import ToolCall, ToolResult, Verdict
 from .base import Engine, EngineSettings
 
-__all__ = ["ENGINE", "FailureTracker", "Settings"]
+if TYPE_CHECKING:
+    from ..model import Message
+    from ..runtime import RunContext, Turn
+
+__all__ = ["ENGINE", "FailureTracker", "Settings", "action_identity"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +63,307 @@ class Settings(EngineSettings):
     no_progress_block_at: int | None = None  # opt-in: 5
 
 
+NAME: Final = "failure_tracker"
+_Settings = Settings  # the class body below rebinds `Settings` (the engine protocol's attribute)
+
+# browser-use's search normalisation: punctuation becomes a separator, so "Cheap flights!" = "flights cheap"
+_NOT_QUERY_WORD: Final = re.compile(r"[^\w\s]")
+_MISSING: Final = object()  # an absent target argument: equal to itself only, so "missing on both" is the same
+
+
+def _hashable(value: Any) -> Hashable:
+    """A window key for an argument value; containers (rare in these arguments) by their canonical JSON."""
+    if isinstance(value, (Mapping, list, tuple)):
+        return canonical_json({"v": value})
+    return value  # type: ignore[no-any-return]
+
+
+def action_identity(call: ToolCall) -> Hashable:
+    """browser-use's normalised identity of a call: what counts as "the same action" in the loop window."""
+    tool, args = call.tool, call.args
+    if tool == "click":
+        return ("click", _hashable(args.get("index")))
+    if tool == "input":
+        text = args.get("text")
+        return ("input", _hashable(args.get("index")), "" if text is None else str(text).strip().lower())
+    if tool == "navigate":
+        return ("navigate", _hashable(args.get("url")))
+    if tool == "search":
+        query = args.get("query")
+        words = _NOT_QUERY_WORD.sub(" ", "" if query is None else str(query).lower()).split()
+        return ("search", _hashable(args.get("engine") or "google"), tuple(sorted(set(words))))
+    if tool == "scroll":
+        # browser-use scrolls with `down: bool` (default down); an explicit `direction` is taken as written
+        direction = args["direction"] if "direction" in args else ("down" if args.get("down", True) else "up")
+        return ("scroll", _hashable(direction), _hashable(args.get("index")))
+    if any(v is None for v in args.values()):
+        # null arguments do not distinguish actions; the rare call carrying them is re-keyed without them
+        return ToolCall.of(tool, {k: v for k, v in args.items() if v is not None}).fingerprint
+    return call.fingerprint
+
+
+_ACTION_LOOP_ADVICE: Final = (
+    "If it is not making progress, try a different approach.",
+    "This looks like a loop: stop repeating it and change strategy (another element, page or query).",
+    "You are stuck in a loop. Do not repeat this action again: change strategy completely, or call done "
+    "with what you have.",
+)
+
+
 class FailureTracker(Engine):
-    name = "failure_tracker"
+    """Per-run failure, repetition, step and loop accounting (see the module docstring for the rules)."""
+
+    name = NAME
     Settings = Settings
+
+    def __init__(self, settings: _Settings, run: RunContext) -> None:
+        super().__init__(settings, run)
+        self.settings: _Settings = settings
+        # failed turns
+        self.consecutive_failures = 0
+        self.forced_done = False
+        self._turn_size = 0
+        self._turn_seen = 0
+        self._turn_ran = 0
+        self._turn_failed = 0
+        # repetition
+        self.repetitions = 0
+        self._previous_target: tuple[str, tuple[Any, ...]] | None = None
+        # action loop: the window, counts per identity, and how many identities have each count, so
+        # the top count is known in O(1) per call
+        self._levels = tuple(sorted(settings.action_loop_levels))
+        self._exempt = frozenset(settings.action_loop_exempt)
+        self._window: deque[Hashable] = deque()
+        self._identity_counts: Counter[Hashable] = Counter()
+        self._identities_with: Counter[int] = Counter()
+        self.top_count = 0
+        # guardrails
+        self._read_only = frozenset(settings.read_only_tools)
+        self.exact_failures: dict[str, int] = {}
+        self.tool_failures: dict[str, int] = {}
+        self.no_progress: dict[str, tuple[str, int]] = {}  # signature -> (last result text, chain)
+
+    # ---- turns -------------------------------------------------------------------------------------
+    @hookimpl
+    def loopguard_turn_start(self, turn: Turn) -> Verdict | None:
+        s = self.settings
+        if s.max_steps is not None and turn.index >= s.max_steps:
+            return Verdict(
+                NAME, "stop", "failure_tracker.max_steps",
+                f"Stopped: the run used all of its {s.max_steps} steps.",
+                {"outcome": "exhausted", "max_steps": s.max_steps},
+            )
+        size = len(turn.calls)
+        self._turn_size = size
+        self._turn_seen = self._turn_ran = self._turn_failed = 0
+        # a turn that cannot fail by the rule is decided now: no calls, or (browser-use) several calls
+        if size == 0 or (size > 1 and s.turn_failure == "single_call"):
+            self.consecutive_failures = 0
+        return None
+
+    # ---- calls -------------------------------------------------------------------------------------
+    @hookimpl
+    def loopguard_before_call(self, call: ToolCall) -> list[Verdict] | None:
+        s = self.settings
+        verdicts: list[Verdict] = []
+        if self.forced_done and self.run.kind(call) != "done":
+            n = s.max_failures
+            verdicts.append(Verdict(
+                NAME, "stop", "failure_tracker.max_failures",
+                f"Stopped: the agent failed {n} times in a row and was told to call done, but called "
+                f"'{call.tool}'.",
+                {"count": self.consecutive_failures, "max_failures": n},
+            ))
+        if s.max_repetitions is not None:
+            target = (call.tool, tuple(call.args.get(k, _MISSING) for k in s.target_keys))
+            self.repetitions = self.repetitions + 1 if target == self._previous_target else 0
+            self._previous_target = target
+            if self.repetitions >= s.max_repetitions:
+                verdicts.append(Verdict(
+                    NAME, "stop", "failure_tracker.repetition",
+                    f"Stopped: '{call.tool}' repeated on the same target {self.repetitions + 1} times in a row.",
+                    {"repetitions": self.repetitions, "max_repetitions": s.max_repetitions, "tool": call.tool},
+                ))
+        if s.guardrails:
+            verdicts.extend(self._guardrail_blocks(call))
+        return verdicts or None
+
+    @hookimpl
+    def loopguard_after_call(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> list[Verdict] | None:
+        s = self.settings
+        failed = not blocked and result is not None and not result.ok
+        verdicts: list[Verdict] = []
+        if s.max_failures is not None:
+            turn_verdict = self._count_turn(blocked, failed)
+            if turn_verdict is not None:
+                verdicts.append(turn_verdict)
+        if s.action_loop and call.tool not in self._exempt:
+            loop_verdict = self._enter_window(action_identity(call))
+            if loop_verdict is not None:
+                verdicts.append(loop_verdict)
+        if s.guardrails and not blocked:
+            guard_verdict = self._guardrail_outcome(call, result, failed)
+            if guard_verdict is not None:
+                verdicts.append(guard_verdict)
+        return verdicts or None
+
+    @hookimpl
+    def loopguard_message(self, message: Message) -> None:
+        # Hermes counts per user prompt: a new user message starts the guardrails afresh
+        if self.settings.guardrails and message.role == "user":
+            self.exact_failures.clear()
+            self.tool_failures.clear()
+            self.no_progress.clear()
+
+    # ---- failed turns ------------------------------------------------------------------------------
+    def _count_turn(self, blocked: bool, failed: bool) -> Verdict | None:
+        s = self.settings
+        self._turn_seen += 1
+        if not blocked:
+            self._turn_ran += 1
+            self._turn_failed += failed
+        if s.turn_failure == "single_call":
+            if self._turn_size != 1:
+                return None  # a multi-call turn was reset at its start
+            turn_failed = failed
+        else:
+            if self._turn_seen != self._turn_size:
+                return None  # decided on the turn's last call
+            turn_failed = self._turn_ran > 0 and self._turn_failed == self._turn_ran
+        if not turn_failed:
+            self.consecutive_failures = 0
+            return None
+        self.consecutive_failures += 1
+        n = s.max_failures
+        assert n is not None
+        if self.consecutive_failures != n or self.forced_done:
+            return None
+        data = {"count": self.consecutive_failures, "max_failures": n}
+        if not s.final_response_after_failure:
+            return Verdict(NAME, "stop", "failure_tracker.max_failures",
+                           f"Stopped: the agent failed {n} times in a row.", data)
+        self.forced_done = True
+        return Verdict(NAME, "warn", "failure_tracker.force_done", self._force_done_message(n), data)
+
+    def _force_done_message(self, n: int) -> str:
+        return (
+            f"You failed {n} times. Therefore we terminate the agent.\n"
+            'Your only tool available is the "done" tool; no other tool is available, whatever the history '
+            "or the examples show.\n"
+            'If the task is not fully finished as the user asked, set success in "done" to false; '
+            "otherwise set it to true.\n"
+            'Put everything you found out for the task in the "done" text.\n'
+            f"\nOriginal task: {self.run.objective}"
+        )
+
+    # ---- action loop -------------------------------------------------------------------------------
+    def _enter_window(self, identity: Hashable) -> Verdict | None:
+        window, counts, having = self._window, self._identity_counts, self._identities_with
+        if len(window) >= self.settings.action_loop_window:
+            old = window.popleft()
+            n = counts[old]
+            having[n] -= 1
+            if n == 1:
+                del counts[old]
+            else:
+                counts[old] = n - 1
+                having[n - 1] += 1
+            if n == self.top_count and not having[n]:
+                self.top_count = n - 1
+        window.append(identity)
+        n = counts[identity] + 1
+        counts[identity] = n
+        if n > 1:
+            having[n - 1] -= 1
+        having[n] += 1
+        if n > self.top_count:
+            self.top_count = n
+        top = self.top_count
+        levels = self._levels
+        if not levels or top < levels[0]:
+            return None
+        rank = 0
+        while rank + 1 < len(levels) and top >= levels[rank + 1]:
+            rank += 1
+        advice = _ACTION_LOOP_ADVICE[min(rank, len(_ACTION_LOOP_ADVICE) - 1)]
+        return Verdict(
+            NAME, "warn", "failure_tracker.action_loop",
+            f"You repeated a similar action {top} times in your last {len(window)} actions. {advice}",
+            {"level": levels[rank], "count": top, "window": self.settings.action_loop_window},
+        )
+
+    # ---- guardrails --------------------------------------------------------------------------------
+    def _guardrail_blocks(self, call: ToolCall) -> list[Verdict]:
+        s = self.settings
+        out: list[Verdict] = []
+        signature = call.fingerprint
+        if s.exact_failure_block_at is not None:
+            exact = self.exact_failures.get(signature, 0)
+            if exact >= s.exact_failure_block_at:
+                out.append(Verdict(
+                    NAME, "block", "failure_tracker.exact_failure",
+                    f"Blocked: '{call.tool}' failed {exact} times with these exact arguments. Do not retry it "
+                    "unchanged; change strategy or explain the blocker.",
+                    {"count": exact, "block_at": s.exact_failure_block_at, "tool": call.tool},
+                ))
+        if s.no_progress_block_at is not None and call.tool in self._read_only:
+            progress = self.no_progress.get(signature)
+            if progress is not None and progress[1] >= s.no_progress_block_at:
+                out.append(Verdict(
+                    NAME, "block", "failure_tracker.no_progress",
+                    f"Blocked: '{call.tool}' returned the same result {progress[1]} times. Use the result you "
+                    "already have or change the query.",
+                    {"count": progress[1], "block_at": s.no_progress_block_at, "tool": call.tool},
+                ))
+        return out
+
+    def _guardrail_outcome(self, call: ToolCall, result: ToolResult | None, failed: bool) -> Verdict | None:
+        s = self.settings
+        signature, tool = call.fingerprint, call.tool
+        if failed:
+            exact = self.exact_failures.get(signature, 0) + 1
+            self.exact_failures[signature] = exact
+            same = self.tool_failures.get(tool, 0) + 1
+            self.tool_failures[tool] = same
+            self.no_progress.pop(signature, None)
+            if s.same_tool_failure_stop_at is not None and same >= s.same_tool_failure_stop_at:
+                return Verdict(
+                    NAME, "stop", "failure_tracker.same_tool_failure",
+                    f"Stopped: '{tool}' failed {same} times in this prompt.",
+                    {"count": same, "stop_at": s.same_tool_failure_stop_at, "tool": tool},
+                )
+            if exact >= s.exact_failure_warn_at:
+                return Verdict(
+                    NAME, "warn", "failure_tracker.exact_failure",
+                    f"'{tool}' failed {exact} times with identical arguments. This looks like a loop: read the "
+                    "error and change strategy instead of retrying it unchanged.",
+                    {"count": exact, "warn_at": s.exact_failure_warn_at, "tool": tool},
+                )
+            if same >= s.same_tool_failure_warn_at:
+                return Verdict(
+                    NAME, "warn", "failure_tracker.same_tool_failure",
+                    f"'{tool}' failed {same} times in this prompt. This looks like a loop: change approach "
+                    "before retrying.",
+                    {"count": same, "warn_at": s.same_tool_failure_warn_at, "tool": tool},
+                )
+            return None
+        self.exact_failures.pop(signature, None)
+        self.tool_failures.pop(tool, None)
+        if tool not in self._read_only:
+            return None
+        # a result without text compares as empty text, as Hermes compares `result or ""`
+        text = (result.result_text if result is not None else None) or ""
+        previous = self.no_progress.get(signature)
+        chain = previous[1] + 1 if previous is not None and previous[0] == text else 1
+        self.no_progress[signature] = (text, chain)
+        if chain >= s.no_progress_warn_at:
+            return Verdict(
+                NAME, "warn", "failure_tracker.no_progress",
+                f"'{tool}' returned the same result {chain} times. Use the result you already have or change "
+                "the query instead of repeating it.",
+                {"count": chain, "warn_at": s.no_progress_warn_at, "tool": tool},
+            )
+        return None
 
 
 ENGINE = FailureTracker
