@@ -1,0 +1,479 @@
+"""Hypothesis strategies that generate the library's own values: calls, runs, interleavings, traces, policies.
+
+Every strategy is built from lists and small pools, so a failing example shrinks to a short trace of few
+distinct calls; `save_trace` writes it to the corpus, where it runs as a test from then on.
+
+    from hypothesis import given
+    from pytest_loopguard import replay, strategies as lgst
+
+    @given(lgst.interleaved_traces())
+    def test_interleaved_never_consecutive(trace):
+        assert not any(v.reason.startswith("loop_guard.consecutive_")
+                       for s in replay(trace).steps for v in s.verdicts)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from hypothesis import strategies as st
+from hypothesis.strategies import DrawFn, SearchStrategy
+
+from .model import (
+    OUTCOMES,
+    PHASES,
+    Done,
+    LLMCall,
+    Message,
+    RunExpect,
+    Step,
+    StepExpect,
+    Task,
+    ToolCall,
+    ToolResult,
+    Trace,
+)
+from .policy import Policy, preset_names, resolve_policy
+from .traceio import STEP_ACTIONS, dump
+
+__all__ = [
+    "ACTION_TOOLS",
+    "FAILURE_ERRORS",
+    "OBSERVATION_TOOLS",
+    "OVERFLOW_ERRORS",
+    "TRANSIENT_ERRORS",
+    "argument_values",
+    "arguments",
+    "build_trace",
+    "failure_streaks",
+    "identical_runs",
+    "interleaved_traces",
+    "overflow_sessions",
+    "policies",
+    "save_trace",
+    "steps",
+    "tool_calls",
+    "tool_results",
+    "traces",
+]
+
+# Tools no preset reads, searches or treats as a poll command: only the loop rules apply to them.
+ACTION_TOOLS: Final = ("browser_click", "browser_type", "http_get", "send_email", "run_tests")
+# Observation tools in every preset's table (their thresholds are multiplied, dedup keeps the latest).
+OBSERVATION_TOOLS: Final = ("browser_snapshot", "browser_tab_list")
+
+# Context-window errors as providers word them; each contains a marker of every preset's overflow list.
+OVERFLOW_ERRORS: Final = (
+    "This model's maximum context length is 8192 tokens. However, your messages resulted in 9120 tokens. "
+    "Please reduce the length of the messages.",
+    "prompt is too long: 215000 tokens > 200000 maximum",
+    "Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum context length",
+)
+# Transient provider errors (5xx, overload, rate limit) as providers word them.
+TRANSIENT_ERRORS: Final = (
+    "Error code: 503 - Service Unavailable",
+    "Error code: 529 - {'type': 'overloaded_error', 'message': 'Overloaded'}",
+    "Error code: 429 - Rate limit reached for requests",
+    "The server had an error while processing your request. Sorry about that! (500)",
+)
+# Tool failures as browsers, shells and HTTP clients word them.
+FAILURE_ERRORS: Final = (
+    "Element not found",
+    "TimeoutError: page.click: Timeout 30000ms exceeded.",
+    "HTTP 500 Internal Server Error",
+    "No such file or directory",
+    "Permission denied",
+)
+
+_ARG_KEYS: Final = ("index", "text", "url", "query", "selector", "direction")
+_WORDS: Final = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789 -_./", max_size=12)
+
+
+# ---- values --------------------------------------------------------------------------------------------
+def argument_values(*, unicode: bool = True) -> SearchStrategy[Any]:
+    """JSON/YAML argument values: null, booleans, integers, finite floats, text, and small lists/mappings."""
+    text = st.text(max_size=12) if unicode else _WORDS
+    scalars = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**53), max_value=2**53),
+        st.floats(allow_nan=False, allow_infinity=False),
+        text,
+    )
+    return st.recursive(
+        scalars,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3),
+            st.dictionaries(st.sampled_from(_ARG_KEYS), inner, max_size=3),
+        ),
+        max_leaves=6,
+    )
+
+
+def arguments(*, unicode: bool = False, max_size: int = 3) -> SearchStrategy[dict[str, Any]]:
+    """Argument mappings of a call; the default keeps to small integers and short ASCII text."""
+    values = argument_values() if unicode else st.one_of(st.integers(min_value=0, max_value=50), _WORDS)
+    return st.dictionaries(st.sampled_from(_ARG_KEYS), values, max_size=max_size)
+
+
+def tool_calls(
+    tools: Sequence[str] | SearchStrategy[str] | None = None,
+    args: Mapping[str, Any] | SearchStrategy[Mapping[str, Any]] | None = None,
+) -> SearchStrategy[ToolCall]:
+    """A single ToolCall. `tools`: names to pick from or a strategy of names (default: action and
+    observation tools); `args`: fixed arguments or a strategy of argument mappings (default: `arguments()`)."""
+    if tools is None:
+        names: SearchStrategy[str] = st.sampled_from((*ACTION_TOOLS, *OBSERVATION_TOOLS))
+    elif isinstance(tools, SearchStrategy):
+        names = tools
+    else:
+        names = st.sampled_from(tuple(tools))
+    if args is None:
+        arg_maps: SearchStrategy[Mapping[str, Any]] = arguments()
+    elif isinstance(args, SearchStrategy):
+        arg_maps = args
+    else:
+        arg_maps = st.just(dict(args))
+    return st.builds(ToolCall.of, names, arg_maps)
+
+
+def tool_results(*, failures: bool = True, text: bool = True) -> SearchStrategy[ToolResult | None]:
+    """A recorded result: none (a plain success), ok with optional text/tokens, or a failure."""
+    oks = st.builds(
+        ToolResult,
+        ok=st.just(True),
+        text=st.none() | (st.text(max_size=20) if text else st.none()),
+        tokens=st.none() | st.integers(min_value=0, max_value=5000),
+    )
+    options: list[SearchStrategy[ToolResult | None]] = [st.none(), oks]
+    if failures:
+        options.append(st.builds(ToolResult.failure, st.sampled_from(FAILURE_ERRORS)))
+    return st.one_of(*options)
+
+
+# ---- building traces -------------------------------------------------------------------------------------
+StepLike = ToolCall | tuple[ToolCall, ToolResult | None] | Step | LLMCall | Message | Done | str
+
+
+def _to_step(item: StepLike, index: int) -> Step:
+    if isinstance(item, ToolCall):
+        return Step(index, "tool", call=item)
+    if isinstance(item, tuple):
+        call, result = item
+        return Step(index, "tool", call=call, result=result)
+    if isinstance(item, Step):
+        return dataclasses.replace(item, index=index)
+    if isinstance(item, LLMCall):
+        return Step(index, "llm", llm=item)
+    if isinstance(item, Message):
+        return Step(index, "message", message=item)
+    if isinstance(item, Done):
+        return Step(index, "done", done=item)
+    if isinstance(item, str) and item in PHASES:
+        return Step(index, "phase", phase=item)
+    raise TypeError(f"cannot make a step of {item!r}")
+
+
+def build_trace(
+    calls: Iterable[StepLike],
+    policy: str | Mapping[str, Any] | Policy | None = None,
+    name: str = "generated",
+    **header: Any,
+) -> Trace:
+    """A Trace from calls and steps, numbered in order.
+
+    Items may be a ToolCall, a `(call, result)` pair, a Step, an LLMCall, a Message, a Done, or a phase
+    name. A Policy is kept as its name (a trace names its policy); `header` sets other Trace fields
+    (`context`, `task`, `description`, ...).
+    """
+    steps = tuple(_to_step(item, i) for i, item in enumerate(calls))
+    spec = policy.name if isinstance(policy, Policy) else policy
+    header.setdefault("description", "Generated by pytest_loopguard.strategies.")
+    header.setdefault("source", {"kind": "synthetic"})
+    return Trace(name=name, steps=steps, policy=spec, **header)
+
+
+def save_trace(trace: Trace, path: str | Path, *, name: str | None = None, description: str | None = None) -> Path:
+    """Write a (shrunk) trace to the corpus in the format the suffix names; returns the path.
+
+    Give it a corpus `name` and a `description` of what it proves, then add its `expect`s by hand or with
+    `pytest --loopguard-update`.
+    """
+    changes: dict[str, Any] = {}
+    if name is not None:
+        changes["name"] = name
+    if description is not None:
+        changes["description"] = description
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    dump(dataclasses.replace(trace, **changes) if changes else trace, p)
+    return p
+
+
+# ---- runs of calls -----------------------------------------------------------------------------------
+@st.composite
+def identical_runs(
+    draw: DrawFn,
+    call: ToolCall | SearchStrategy[ToolCall] | None = None,
+    *,
+    min_size: int = 1,
+    max_size: int = 20,
+    policy: str | Mapping[str, Any] | Policy | None = None,
+    name: str = "identical-run",
+) -> Trace:
+    """A run of n identical calls (n drawn). Results carry no text, so outcome rules stay quiet."""
+    the_call = draw(tool_calls()) if call is None else call if isinstance(call, ToolCall) else draw(call)
+    n = draw(st.integers(min_value=min_size, max_value=max_size))
+    return build_trace([the_call] * n, policy=policy, name=name)
+
+
+def _distinct_calls(tools: Sequence[str] | None, min_size: int, max_size: int) -> SearchStrategy[list[ToolCall]]:
+    return st.lists(
+        tool_calls(tools), min_size=min_size, max_size=max_size, unique_by=lambda c: c.fingerprint
+    )
+
+
+@st.composite
+def interleaved_traces(
+    draw: DrawFn,
+    policy: str | Mapping[str, Any] | Policy | None = None,
+    *,
+    tools: Sequence[str] | None = None,
+    min_size: int = 2,
+    max_size: int = 30,
+    distinct: int = 4,
+    name: str = "interleaved",
+) -> Trace:
+    """Calls from a pool of distinct calls where identical calls are always separated by a different call.
+
+    Each next call is the pool entry a drawn non-zero offset away from the previous one, so no two
+    neighbours are equal (canonically, hence also as written); it shrinks towards A, B, A, B...
+    """
+    pool = draw(_distinct_calls(tools, 2, max(2, distinct)))
+    k = len(pool)
+    position = draw(st.integers(min_value=0, max_value=k - 1))
+    offsets = draw(st.lists(st.integers(min_value=1, max_value=k - 1), min_size=min_size - 1, max_size=max_size - 1))
+    sequence = [pool[position]]
+    for offset in offsets:
+        position = (position + offset) % k
+        sequence.append(pool[position])
+    return build_trace(sequence, policy=policy, name=name)
+
+
+@st.composite
+def failure_streaks(
+    draw: DrawFn,
+    policy: str | Mapping[str, Any] | Policy | None = None,
+    *,
+    tools: Sequence[str] = ACTION_TOOLS,
+    max_streak: int = 6,
+    max_streaks: int = 3,
+    name: str = "failure-streaks",
+) -> Trace:
+    """Streaks of failed single-call turns, each streak ended by one successful call.
+
+    Every call has its own `index` argument, so no loop rule (consecutive, ping-pong, outcome) can
+    fire: only the failure rules apply. `trace.extensions["x-streaks"]` holds the streak lengths.
+    """
+    lengths = draw(st.lists(st.integers(min_value=1, max_value=max_streak), min_size=1, max_size=max_streaks))
+    items: list[StepLike] = []
+    for length in lengths:
+        for _ in range(length):
+            tool = draw(st.sampled_from(tuple(tools)))
+            error = draw(st.sampled_from(FAILURE_ERRORS))
+            items.append((ToolCall.of(tool, {"index": len(items)}), ToolResult.failure(error)))
+        items.append((ToolCall.of(tools[0], {"index": len(items)}), ToolResult(ok=True)))
+    return build_trace(items, policy=policy, name=name, extensions={"x-streaks": list(lengths)})
+
+
+# ---- policies ------------------------------------------------------------------------------------------
+@st.composite
+def policies(
+    draw: DrawFn,
+    preset: str = "default",
+    *,
+    engines: Sequence[str] = ("loop_guard",),
+    max_threshold: int = 8,
+) -> Policy:
+    """A preset with drawn thresholds for `engines`, resolved through `resolve_policy` overrides.
+
+    loop_guard: 2 ≤ warn_at < block_at ≤ max_threshold, max_warnings_per_call 1..4, poll_multiplier 1..3;
+    read_tracker: 2 ≤ warn_at < block_at ≤ max_threshold; failure_tracker: max_failures 1..max_threshold.
+    """
+    overrides: dict[str, Any] = {"preset": preset}
+    if "loop_guard" in engines:
+        warn_at = draw(st.integers(min_value=2, max_value=max_threshold - 1))
+        overrides["loop_guard"] = {
+            "warn_at": warn_at,
+            "block_at": draw(st.integers(min_value=warn_at + 1, max_value=max_threshold)),
+            "max_warnings_per_call": draw(st.integers(min_value=1, max_value=4)),
+            "poll_multiplier": draw(st.integers(min_value=1, max_value=3)),
+        }
+    if "read_tracker" in engines:
+        warn_at = draw(st.integers(min_value=2, max_value=max_threshold - 1))
+        overrides["read_tracker"] = {
+            "warn_at": warn_at,
+            "block_at": draw(st.integers(min_value=warn_at + 1, max_value=max_threshold)),
+        }
+    if "failure_tracker" in engines:
+        overrides["failure_tracker"] = {"max_failures": draw(st.integers(min_value=1, max_value=max_threshold))}
+    summary = ",".join(
+        f"{engine}.{key}={value}"
+        for engine, settings in overrides.items()
+        if isinstance(settings, dict)
+        for key, value in settings.items()
+    )
+    overrides["name"] = f"{preset}[{summary}]"
+    return resolve_policy(overrides)
+
+
+# ---- context sessions ---------------------------------------------------------------------------------
+@st.composite
+def overflow_sessions(
+    draw: DrawFn,
+    policy: str | Mapping[str, Any] | Policy | None = None,
+    *,
+    window_tokens: int = 8000,
+    max_turns: int = 8,
+    max_overflows: int = 5,
+    name: str = "overflow-session",
+) -> Trace:
+    """An agent session for the context engine: LLM turns, tool calls with large results (snapshots that
+    dedup replaces, file reads), and runs of context-window errors worded as providers word them, some
+    longer than any retry bound; sometimes a transient error too. The window is `context.window_tokens`."""
+    items: list[StepLike] = [Message("user", draw(st.sampled_from(("Book the cheapest flight", "Fix the tests"))))]
+    turns = draw(st.integers(min_value=1, max_value=max_turns))
+    for turn in range(turns):
+        overflows = draw(st.integers(min_value=0, max_value=max_overflows))
+        items.extend(LLMCall(error=draw(st.sampled_from(OVERFLOW_ERRORS))) for _ in range(overflows))
+        if draw(st.booleans()) and draw(st.booleans()):
+            items.append(LLMCall(error=draw(st.sampled_from(TRANSIENT_ERRORS))))
+        items.append(LLMCall(output_tokens=draw(st.integers(min_value=10, max_value=400))))
+        for position in range(draw(st.integers(min_value=0, max_value=3))):
+            tool = draw(st.sampled_from(("browser_snapshot", "browser_tab_list", "read_file", "browser_click")))
+            args: dict[str, Any] = {"path": f"src/mod{turn}.py"} if tool == "read_file" else {}
+            if tool == "browser_click":
+                args = {"index": turn * 10 + position}
+            tokens = draw(st.integers(min_value=50, max_value=window_tokens // 2))
+            items.append((ToolCall.of(tool, args), ToolResult(ok=True, text=f"{tool} result {turn}.{position}",
+                                                                tokens=tokens)))
+    return build_trace(items, policy=policy, name=name, context={"window_tokens": window_tokens})
+
+
+# ---- general traces ----------------------------------------------------------------------------------
+def _step_expects() -> SearchStrategy[StepExpect | None]:
+    actions = st.sampled_from(STEP_ACTIONS)
+    long = st.builds(
+        StepExpect,
+        action=actions,
+        engine=st.none() | st.sampled_from(("loop_guard", "read_tracker", "context")),
+        reason=st.none() | st.sampled_from(("loop_guard.consecutive_block", "context.overflow")),
+        message=st.none() | st.text(max_size=10),
+        data=st.none() | st.dictionaries(st.sampled_from(("count", "threshold")), st.integers(0, 9), max_size=2),
+        short=st.just(False),
+    )
+    return st.one_of(st.none(), st.builds(StepExpect, action=actions), long)
+
+
+def steps(
+    *,
+    kinds: Sequence[str] = ("tool", "llm", "phase", "message", "done"),
+    unicode: bool = True,
+    expectations: bool = True,
+) -> SearchStrategy[Step]:
+    """One step of any of `kinds` (index 0: `build_trace` numbers them), optionally with an `expect`."""
+    text = st.text(max_size=20) if unicode else _WORDS
+    expects = _step_expects() if expectations else st.none()
+    times = st.none() | st.integers(min_value=0, max_value=10**7)
+    by_kind: dict[str, SearchStrategy[Step]] = {
+        "tool": st.builds(
+            lambda call, result, expect, t: Step(0, "tool", call=call, result=result, expect=expect, t=t),
+            tool_calls(args=arguments(unicode=unicode)),
+            tool_results(),
+            expects,
+            times,
+        ),
+        "llm": st.builds(
+            lambda llm, expect, t: Step(0, "llm", llm=llm, expect=expect, t=t),
+            st.one_of(
+                st.builds(
+                    LLMCall,
+                    input_tokens=st.none() | st.integers(0, 10**6),
+                    output_tokens=st.none() | st.integers(0, 10**4),
+                    text=st.none() | text,
+                ),
+                st.builds(LLMCall, error=st.sampled_from((*OVERFLOW_ERRORS, *TRANSIENT_ERRORS))),
+            ),
+            expects,
+            times,
+        ),
+        "phase": st.builds(lambda phase, expect: Step(0, "phase", phase=phase, expect=expect),
+                           st.sampled_from(PHASES), expects),
+        "message": st.builds(
+            lambda message, expect: Step(0, "message", message=message, expect=expect),
+            st.builds(Message, st.sampled_from(("user", "system", "assistant")), text),
+            expects,
+        ),
+        "done": st.builds(
+            lambda done, expect: Step(0, "done", done=done, expect=expect),
+            st.builds(Done, st.none() | st.booleans(), text),
+            expects,
+        ),
+    }
+    return st.one_of(*(by_kind[k] for k in kinds))
+
+
+@st.composite
+def traces(
+    draw: DrawFn,
+    policy: str | Mapping[str, Any] | Policy | SearchStrategy[str] | None = None,
+    *,
+    kinds: Sequence[str] = ("tool", "llm", "phase", "message", "done"),
+    min_steps: int = 0,
+    max_steps: int = 15,
+    unicode: bool = True,
+    expectations: bool = True,
+) -> Trace:
+    """A whole trace with header fields (tags, task, context, strict, run expectations) and steps of any
+    `kinds`. `policy` defaults to a drawn preset name."""
+    text = st.text(max_size=20) if unicode else _WORDS
+    spec: str | Mapping[str, Any] | Policy | None
+    if policy is None:
+        spec = draw(st.sampled_from(preset_names()))
+    elif isinstance(policy, SearchStrategy):
+        spec = draw(policy)
+    else:
+        spec = policy
+    drawn = draw(st.lists(steps(kinds=kinds, unicode=unicode, expectations=expectations),
+                          min_size=min_steps, max_size=max_steps))
+    task = draw(st.none() | st.builds(
+        Task,
+        objective=text,
+        phase=st.sampled_from(PHASES),
+        budget=st.dictionaries(
+            st.sampled_from(("max_tool_calls", "max_consecutive_same_tool", "max_observation_streak")),
+            st.integers(min_value=1, max_value=20),
+            max_size=2,
+        ),
+    ))
+    run_expect = draw(st.none() | st.builds(
+        RunExpect,
+        outcome=st.none() | st.sampled_from(OUTCOMES),
+        stopped_by=st.none() | st.sampled_from(("loop_guard", "failure_tracker", "context")),
+        stopped_at=st.none() | st.integers(min_value=0, max_value=50),
+        counts=st.none() | st.dictionaries(st.sampled_from(STEP_ACTIONS), st.integers(0, 20), max_size=3),
+    )) if expectations else None
+    return build_trace(
+        drawn,
+        policy=spec,
+        name=draw(st.text(alphabet="abcdefghijklmnopqrstuvwxyz-0123456789", min_size=1, max_size=20)),
+        description=draw(text),
+        tags=tuple(draw(st.lists(_WORDS.filter(bool), max_size=3))),
+        task=task,
+        context=draw(st.just({}) | st.builds(lambda w: {"window_tokens": w}, st.integers(1, 200000))),
+        strict=draw(st.booleans()),
+        expect=run_expect,
+    )
