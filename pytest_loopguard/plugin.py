@@ -1,1 +1,301 @@
-"""pytest plugin: collects trace files as tests (filled in by the plugin work)."""
+"""pytest plugin: collects trace files as tests, replays them, and reports verdict mismatches as tables.
+
+Per-session state lives in `config.stash`; per-trace results travel to the xdist controller in
+`report.user_properties`, so the terminal summary and the JSON report are the same with or without xdist.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final, cast
+
+import pytest
+import yaml
+
+from . import fixtures, sim_fixtures
+from .errors import LoopguardError, LoopguardWarning, PolicyError, TraceError
+from .expect import Mismatch, check
+from .model import ReplayResult, RunExpect, Step, StepExpect, StepResult, Trace
+from .policy import resolve_policy
+from .replay import execute
+from .report import json_entry, mismatch_table, outcome_line, status, write_json_report
+from .traceio import SUFFIXES, dumps, load_file
+
+__all__ = ["TraceFile", "TraceItem", "TraceMismatch", "observed_trace"]
+
+MARKER: Final = (
+    "loopguard(policy=None, **overrides): the policy the `loopguard` fixture replays under "
+    "(a preset name, policy file or mapping) with engine overrides such as loop_guard={'warn_at': 1}"
+)
+ENTRY_KEY: Final = "loopguard"  # user_properties name of a trace's report entry
+UPDATED_KEY: Final = "loopguard-updated"  # user_properties name of a trace file rewritten by --loopguard-update
+
+
+@dataclasses.dataclass(slots=True)
+class LoopguardSession:
+    """One pytest session's options and the trace entries that came back (from this process or xdist workers).
+
+    Registered as a plugin so its hooks reach this session's state without module globals.
+    """
+
+    policy: str | None
+    report_path: Path | None
+    update: bool
+    trace_roots: tuple[Path, ...]
+    worker: bool
+    entries: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    updated: list[str] = dataclasses.field(default_factory=list)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        for key, value in report.user_properties:
+            if key == ENTRY_KEY:
+                self.entries.append(cast(dict[str, Any], value))
+            elif key == UPDATED_KEY:
+                self.updated.append(str(value))
+
+    def pytest_sessionfinish(self) -> None:
+        # Under xdist only the controller writes: it has received every worker's entries.
+        if self.report_path is not None and not self.worker:
+            write_json_report(self.report_path, self.entries)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.entries:
+            return
+        mismatched = sum(1 for e in self.entries if not e["passed"])
+        terminalreporter.write_line(f"loopguard: {len(self.entries)} traces replayed, {mismatched} mismatched")
+        if self.updated:
+            names = ", ".join(sorted(self.updated))
+            terminalreporter.write_line(f"loopguard: updated {len(self.updated)} trace files: {names}")
+        if self.report_path is not None:
+            terminalreporter.write_line(f"loopguard: report written to {self.report_path}")
+
+
+session_key: Final = pytest.StashKey[LoopguardSession]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("loopguard", "agent trace replay (pytest-loopguard)")
+    group.addoption(
+        "--loopguard-policy",
+        dest="loopguard_policy",
+        default=None,
+        metavar="POLICY",
+        help="replay every trace under this policy (preset name or policy YAML) instead of its own",
+    )
+    group.addoption(
+        "--loopguard-report",
+        dest="loopguard_report",
+        default=None,
+        metavar="PATH",
+        help="write a JSON list of per-trace results (outcome, counts, passed) to PATH",
+    )
+    group.addoption(
+        "--loopguard-update",
+        dest="loopguard_update",
+        action="store_true",
+        default=False,
+        help="rewrite the expectations of mismatching (or unannotated) traces to the observed verdicts",
+    )
+    parser.addini(
+        "loopguard_paths",
+        type="linelist",
+        default=["traces"],
+        help="folders (relative to rootdir) whose trace files are collected as tests",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER)
+    policy: str | None = config.getoption("loopguard_policy", None)
+    if policy is not None:
+        try:
+            resolve_policy(policy)
+        except PolicyError as exc:
+            raise pytest.UsageError(f"--loopguard-policy: {exc}") from None
+    report: str | None = config.getoption("loopguard_report", None)
+    roots = tuple((config.rootpath / p).resolve() for p in config.getini("loopguard_paths"))
+    state = LoopguardSession(
+        policy=policy,
+        report_path=Path(report).resolve() if report else None,
+        update=bool(config.getoption("loopguard_update", False)),
+        trace_roots=roots,
+        worker=hasattr(config, "workerinput"),
+    )
+    config.stash[session_key] = state
+    config.pluginmanager.register(state, "loopguard-session")
+    # The fixtures live in their own modules; registering them here makes them available in every test.
+    for module, name in ((fixtures, "loopguard-fixtures"), (sim_fixtures, "loopguard-sim")):
+        if not config.pluginmanager.is_registered(module):
+            config.pluginmanager.register(module, name)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(session_key, None)
+    if state is not None and config.pluginmanager.is_registered(state):
+        config.pluginmanager.unregister(state)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> TraceFile | None:
+    if file_path.suffix.lower() not in SUFFIXES:
+        return None
+    state = parent.config.stash[session_key]
+    if not any(file_path.is_relative_to(root) for root in state.trace_roots):
+        return None
+    trace_file: TraceFile = TraceFile.from_parent(parent, path=file_path)
+    return trace_file
+
+
+class TraceMismatch(AssertionError):
+    """A replay whose verdicts differ from the trace's expectations."""
+
+    def __init__(self, result: ReplayResult, mismatches: list[Mismatch]) -> None:
+        self.result = result
+        self.mismatches = mismatches
+        super().__init__(f"{outcome_line(result)}: {status(mismatches)}")
+
+
+class TraceFile(pytest.File):
+    """A trace file: one item per trace in it."""
+
+    def collect(self) -> Iterator[TraceItem]:
+        # The loader warns about torn JSONL lines; the items re-emit those warnings when they run.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LoopguardWarning)
+            try:
+                traces = load_file(self.path)
+            except TraceError as exc:
+                raise self.CollectError(str(_relocated(exc, self.path, self.config.rootpath))) from None
+        seen: set[str] = set()
+        lines = _document_lines(self.path) if len(traces) > 1 else {}
+        for number, trace in enumerate(traces):
+            if trace.name in seen:
+                raise self.CollectError(
+                    f"{_display_path(self.path, self.config.rootpath)}: field 'name': "
+                    f"duplicate trace name {trace.name!r} in one file"
+                )
+            seen.add(trace.name)
+            yield TraceItem.from_parent(
+                self, name=trace.name, trace=trace, line=lines.get(number, 0), documents=len(traces)
+            )
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:  # type: ignore[override]
+        if isinstance(excinfo.value, (self.CollectError, LoopguardError)):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+
+class TraceItem(pytest.Item):
+    """One trace: replayed (or simulated) under its policy, then checked against its expectations."""
+
+    def __init__(self, *, trace: Trace, line: int = 0, documents: int = 1, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.trace = trace
+        self.line = line
+        self.documents = documents
+
+    def runtest(self) -> None:
+        for message in self.trace.warnings:
+            warnings.warn(LoopguardWarning(message), stacklevel=1)
+        state = self.config.stash[session_key]
+        result = execute(self.trace, state.policy)
+        mismatches = check(result)
+        entry = json_entry(result, mismatches)
+        entry["file"] = _display_path(self.path, self.config.rootpath)
+        if state.update and (mismatches or not _has_expectations(self.trace)):
+            self._update(result)
+            mismatches = []
+            entry["passed"] = True
+        self.user_properties.append((ENTRY_KEY, entry))
+        if mismatches:
+            raise TraceMismatch(result, mismatches)
+
+    def _update(self, result: ReplayResult) -> None:
+        fmt = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".jsonl": "jsonl"}[self.path.suffix.lower()]
+        if self.documents > 1:
+            raise LoopguardError(
+                f"{_display_path(self.path, self.config.rootpath)}: --loopguard-update is not supported for "
+                "files holding several traces; split the file or edit its expectations by hand"
+            )
+        updated = observed_trace(self.trace, result)
+        self.path.write_text(dumps(updated, fmt), encoding="utf-8")
+        self.user_properties.append((UPDATED_KEY, _display_path(self.path, self.config.rootpath)))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        error = excinfo.value
+        where = _display_path(self.path, self.config.rootpath)
+        if isinstance(error, TraceMismatch):
+            return f"{where}: {error}\n{mismatch_table(error.result, error.mismatches)}"
+        if isinstance(error, LoopguardError):
+            return f"{where}: trace {self.trace.name}: {error}"
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, self.line, f"trace {self.trace.name}"
+
+
+# ---- helpers -------------------------------------------------------------------------------------------
+def _display_path(path: Path, rootpath: Path) -> str:
+    try:
+        return path.relative_to(rootpath).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _relocated(exc: TraceError, path: Path, rootpath: Path) -> TraceError:
+    # The loader names the file as it was given (absolute here); show it as pytest shows node ids.
+    return type(exc)(exc.problem, file=_display_path(path, rootpath), step=exc.step, line=exc.line, field=exc.field)
+
+
+def _document_lines(path: Path) -> dict[int, int]:
+    """The 0-based first line of each YAML document, for reportinfo of multi-trace files."""
+    try:
+        nodes = list(yaml.compose_all(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader))
+    except (OSError, yaml.YAMLError):
+        return {}
+    return {i: node.start_mark.line for i, node in enumerate(n for n in nodes if n is not None)}
+
+
+def _has_expectations(trace: Trace) -> bool:
+    return trace.expect is not None or any(s.expect is not None for s in trace.steps)
+
+
+def observed_trace(trace: Trace, result: ReplayResult) -> Trace:
+    """`trace` with its step and run expectations rewritten to what `result` observed (snapshot update).
+
+    Non-allow steps get an expectation (a bare action where the trace wrote one, else the action with the
+    deciding verdict's engine and reason); allow steps lose theirs. The run expectation records outcome,
+    stopped_by/stopped_at and the non-allow counts. A scenario (`mode: simulate`) keeps its steps and only
+    gets the run expectation.
+    """
+    counts = {a: n for a, n in result.counts().items() if a not in ("allow", "not_reached")}
+    run = RunExpect(
+        outcome=result.outcome,
+        stopped_by=result.stopped_by,
+        stopped_at=result.stopped_at,
+        counts=counts or None,
+        has_stopped_by=result.stopped_by is not None,
+        has_stopped_at=result.stopped_at is not None,
+    )
+    if trace.mode == "simulate":
+        return dataclasses.replace(trace, expect=run)
+    steps = tuple(_observed_step(step, got) for step, got in zip(trace.steps, result.steps, strict=True))
+    return dataclasses.replace(trace, steps=steps, expect=run)
+
+
+def _observed_step(step: Step, got: StepResult) -> Step:
+    if got.action == "allow" or (got.action == "not_reached" and step.expect is None):
+        return dataclasses.replace(step, expect=None) if step.expect is not None else step
+    if got.action == "not_reached" or (step.expect is not None and step.expect.short):
+        return dataclasses.replace(step, expect=StepExpect(got.action))
+    decider = next((v for v in got.verdicts if v.action == got.action), None)
+    if decider is None:
+        return dataclasses.replace(step, expect=StepExpect(got.action))
+    return dataclasses.replace(
+        step, expect=StepExpect(got.action, engine=decider.engine, reason=decider.reason, short=False)
+    )
+
