@@ -1,0 +1,385 @@
+"""read_tracker: consecutive read/search keys, shared vs separate streaks, the unchanged stub, regions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_loopguard import Guard, ToolCall, ToolResult, Verdict, resolve_policy
+from pytest_loopguard.engines.read_tracker import ReadTracker, Settings
+from pytest_loopguard.hookspecs import hookimpl
+from pytest_loopguard.runtime import Decision
+
+OTHER_ENGINES = ("loop_guard", "failure_tracker", "budget", "dedup", "context")
+CONTENT = ToolResult(text="line 1\nline 2\n")
+
+
+def tracker_guard(preset: str = "hermes", plugins: tuple[object, ...] = (), **settings: Any) -> Guard:
+    """A Guard whose only engine is the read tracker of `preset` (with setting overrides)."""
+    spec: dict[str, Any] = {"preset": preset, **dict.fromkeys(OTHER_ENGINES, False)}
+    if settings:
+        spec["read_tracker"] = settings
+    return Guard(resolve_policy(spec), plugins=plugins)
+
+
+def call(g: Guard, tool: str, result: ToolResult | None = CONTENT, **args: Any) -> Decision:
+    """One call through the guard; it runs (and reports `result`) unless a verdict blocks it."""
+    c = ToolCall.of(tool, args)
+    before = g.before_call(c, result)
+    return g.after_call(c, result if before.runs else None, before)
+
+
+def read(g: Guard, path: str = "src/app.py", result: ToolResult | None = CONTENT, **args: Any) -> Decision:
+    return call(g, "read_file", result, path=path, **args)
+
+
+def search(g: Guard, pattern: str = "TODO", **args: Any) -> Decision:
+    return call(g, "search_files", pattern=pattern, **args)
+
+
+def tracker(g: Guard) -> ReadTracker:
+    engine = g.run.engines["read_tracker"]
+    assert isinstance(engine, ReadTracker)
+    return engine
+
+
+def reasons(d: Decision) -> list[str]:
+    return [v.reason for v in d.verdicts]
+
+
+def only(d: Decision) -> Verdict:
+    assert len(d.verdicts) == 1, d.verdicts
+    return d.verdicts[0]
+
+
+# ---- consecutive layer ------------------------------------------------------------------------------
+@pytest.mark.parametrize("preset", ["hermes", "hermes-current", "default"])
+def test_consecutive_identical_search_warns_at_3_blocks_from_4(preset: str) -> None:
+    g = tracker_guard(preset)
+    actions = [search(g).action for _ in range(6)]
+    assert actions == ["allow", "allow", "warn", "block", "block", "block"]
+
+
+@pytest.mark.parametrize("preset", ["hermes", "default"])
+def test_consecutive_identical_read_warns_at_3_blocks_from_4(preset: str) -> None:
+    g = tracker_guard(preset)
+    decisions = [read(g) for _ in range(5)]
+    assert [d.action for d in decisions] == ["allow", "allow", "warn", "block", "block"]
+    warn = only(decisions[2])
+    assert warn.reason == "read_tracker.repeat_warning" and "3 times" in warn.message
+    assert warn.data["count"] == 3
+    block = only(decisions[3])
+    assert block.reason == "read_tracker.repeat_block"
+    assert block.message.startswith("BLOCKED") and "4 times" in block.message
+    assert "5 times" in only(decisions[4]).message
+
+
+def test_blocked_read_gets_no_content_and_warned_read_does() -> None:
+    g = tracker_guard("hermes")
+    seen: list[bool] = []
+
+    class Recorder:
+        @hookimpl
+        def loopguard_after_call(self, blocked: bool) -> None:
+            seen.append(blocked)
+
+    g.pm.register(Recorder())
+    for _ in range(4):
+        read(g)
+    assert seen == [False, False, False, True]
+
+
+def test_thresholds_come_from_settings() -> None:
+    g = tracker_guard("hermes", warn_at=2, block_at=3)
+    assert [read(g).action for _ in range(3)] == ["allow", "warn", "block"]
+
+
+def test_read_key_defaults_offset_1_limit_500() -> None:
+    g = tracker_guard("hermes")
+    read(g)
+    read(g, offset=1, limit=500)
+    assert reasons(read(g, offset=1)) == ["read_tracker.repeat_warning"]
+
+
+def test_read_key_is_pagination_aware() -> None:
+    g = tracker_guard("hermes")
+    for offset in (1, 501, 1001, 1501, 2001):
+        assert read(g, offset=offset, limit=500).action == "allow"
+    for limit in (100, 200, 300):
+        assert read(g, limit=limit).action == "allow"
+
+
+def test_read_key_uses_the_path_as_given() -> None:
+    g = tracker_guard("hermes")
+    read(g, "src/app.py")
+    read(g, "src/app.py")
+    assert read(g, "./src/app.py").action == "allow"
+
+
+def test_any_other_tool_resets_the_count() -> None:
+    g = tracker_guard("hermes")
+    read(g)
+    read(g)
+    call(g, "terminal", command="ls")
+    assert [read(g).action for _ in range(3)] == ["allow", "allow", "warn"]
+
+
+def test_interleaved_reads_never_warn_consecutive_only() -> None:
+    # the follow-up to seed 001: read → edit → verify flows and alternating files are not loops
+    g = tracker_guard("hermes")
+    for _ in range(10):
+        assert read(g, "a.py").action == "allow"
+        assert read(g, "b.py").action == "allow"
+
+
+def test_shared_streak_a_read_between_identical_searches_resets_it() -> None:
+    g = tracker_guard("hermes")
+    for _ in range(5):
+        assert search(g).action == "allow"
+        assert read(g).action == "allow"
+
+
+def test_separate_streaks_a_search_does_not_reset_the_read_streak() -> None:
+    g = tracker_guard("default")
+    assert read(g).action == "allow"
+    assert search(g).action == "allow"
+    assert read(g).action == "allow"
+    assert search(g).action == "allow"
+    assert reasons(read(g)) == ["read_tracker.repeat_warning"]  # 3rd read of the region
+    assert reasons(search(g)) == ["read_tracker.repeat_warning"]  # 3rd identical search
+    assert reasons(read(g)) == ["read_tracker.repeat_block"]
+
+
+def test_separate_streaks_reads_of_another_region_do_not_reset_the_search_streak() -> None:
+    g = tracker_guard("default")
+    search(g)
+    read(g, "a.py")
+    search(g)
+    read(g, "b.py")
+    assert search(g).action == "warn"
+
+
+def test_separate_streaks_other_tools_reset_both() -> None:
+    g = tracker_guard("default")
+    read(g)
+    search(g)
+    read(g)
+    search(g)
+    call(g, "write_file", path="other.py", content="x")
+    assert read(g).action == "allow"
+    assert search(g).action == "allow"
+
+
+def test_hermes_search_key_ignores_pagination() -> None:
+    # the seed's bug: paging through one search's results is counted as repeating it
+    g = tracker_guard("hermes")
+    actions = [search(g, offset=offset).action for offset in (0, 50, 100, 150)]
+    assert actions == ["allow", "allow", "warn", "block"]
+
+
+def test_hermes_current_search_key_has_limit_and_offset() -> None:
+    g = tracker_guard("hermes-current")
+    assert [search(g, offset=offset).action for offset in (0, 50, 100, 150)] == ["allow"] * 4
+    assert [search(g, limit=limit).action for limit in (10, 20, 30)] == ["allow"] * 3
+
+
+def test_search_defaults_fill_the_key() -> None:
+    g = tracker_guard("hermes-current")
+    search(g)
+    search(g, target="content", path=".", limit=50, offset=0)
+    assert search(g, file_glob=None).action == "warn"
+
+
+@pytest.mark.parametrize(("field", "value"), [("target", "files"), ("path", "src"), ("file_glob", "*.py"),
+                                              ("pattern", "FIXME")])
+def test_search_key_fields_distinguish_searches(field: str, value: str) -> None:
+    g = tracker_guard("hermes")
+    search(g)
+    search(g)
+    args = {"pattern": "TODO", field: value}
+    assert call(g, "search_files", **args).action == "allow"
+
+
+def test_unhashable_argument_values_still_key() -> None:
+    g = tracker_guard("hermes")
+    actions = [search(g, file_glob=["*.py", "*.md"]).action for _ in range(3)]
+    assert actions == ["allow", "allow", "warn"]
+
+
+# ---- unchanged layer ----------------------------------------------------------------------------------
+def test_unchanged_stub_second_read_is_a_stub_then_blocked() -> None:
+    g = tracker_guard("hermes-current")
+    decisions = [read(g) for _ in range(4)]
+    assert decisions[0].action == "allow"
+    stub = only(decisions[1])
+    assert (stub.action, stub.reason) == ("block", "read_tracker.unchanged")
+    assert "File unchanged since last read" in stub.message
+    second = only(decisions[2])
+    assert (second.action, second.reason) == ("block", "read_tracker.repeat_block")
+    assert second.message.startswith("BLOCKED") and "3 times" in second.message  # N = hits + 1
+    assert "4 times" in only(decisions[3]).message
+
+
+def test_unchanged_stub_off_outside_hermes_current() -> None:
+    for preset in ("hermes", "default"):
+        g = tracker_guard(preset)
+        assert [read(g).action for _ in range(2)] == ["allow", "allow"]
+
+
+def test_stub_hits_do_not_advance_the_consecutive_count() -> None:
+    g = tracker_guard("hermes-current")
+    changed = ToolResult(text="new", changed=True)
+    read(g)  # count 1
+    read(g)  # stub; the count stays 1
+    assert read(g, result=changed).action == "allow"  # count 2
+    assert reasons(read(g, result=changed)) == ["read_tracker.repeat_warning"]  # count 3
+    assert reasons(read(g, result=changed)) == ["read_tracker.repeat_block"]  # count 4
+
+
+def test_changed_file_is_read_again_not_stubbed() -> None:
+    g = tracker_guard("hermes-current")
+    read(g)
+    assert read(g, result=ToolResult(text="edited elsewhere", changed=True)).action == "allow"
+
+
+def test_a_full_read_clears_the_hits() -> None:
+    g = tracker_guard("hermes-current")
+    read(g)
+    read(g)  # hit 1
+    read(g, result=ToolResult(text="v2", changed=True))  # a full read
+    assert reasons(read(g)) == ["read_tracker.unchanged"]  # hit 1 again, not a repeat block
+
+
+def test_hits_survive_other_tools_until_a_full_read() -> None:
+    g = tracker_guard("hermes-current")
+    read(g)
+    assert reasons(read(g)) == ["read_tracker.unchanged"]
+    call(g, "terminal", command="make")
+    assert reasons(read(g)) == ["read_tracker.repeat_block"]
+
+
+def test_writing_the_path_forgets_its_regions() -> None:
+    g = tracker_guard("hermes-current")
+    read(g, "a.py")
+    read(g, "a.py", offset=501)
+    call(g, "patch", path="a.py", old="x", new="y")
+    assert read(g, "a.py").action == "allow"
+    assert read(g, "a.py", offset=501).action == "allow"
+
+
+def test_writing_another_path_keeps_the_regions() -> None:
+    g = tracker_guard("hermes-current")
+    read(g, "a.py")
+    call(g, "write_file", path="b.py", content="x")
+    assert reasons(read(g, "a.py")) == ["read_tracker.unchanged"]
+
+
+def test_the_stub_is_per_region() -> None:
+    g = tracker_guard("hermes-current")
+    read(g, "a.py")
+    assert read(g, "a.py", offset=501).action == "allow"
+    assert reasons(read(g, "a.py")) == ["read_tracker.unchanged"]
+
+
+class BlockTool:
+    """A plugin standing in for another engine that blocks one tool's calls."""
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+
+    @hookimpl
+    def loopguard_before_call(self, call: ToolCall) -> Verdict | None:
+        if call.tool == self.tool:
+            return Verdict("test", "block", "test.block")
+        return None
+
+
+def test_a_blocked_write_did_not_write_the_file() -> None:
+    g = tracker_guard("hermes-current", plugins=(BlockTool("write_file"),))
+    read(g, "a.py")
+    call(g, "write_file", path="a.py", content="x")
+    assert reasons(read(g, "a.py")) == ["read_tracker.unchanged"]
+
+
+def test_a_read_blocked_elsewhere_or_failed_is_not_learned() -> None:
+    g = tracker_guard("hermes-current", plugins=(BlockTool("read_file"),))
+    read(g)
+    assert tracker(g).regions == []
+    g = tracker_guard("hermes-current")
+    read(g, result=ToolResult.failure("No such file"))
+    assert read(g).action == "allow"
+    assert tracker(g).regions == [("src/app.py", 1, 500)]
+
+
+def test_compaction_forgets_what_was_unchanged() -> None:
+    g = tracker_guard("hermes-current")
+    read(g)
+    g.hook.loopguard_compacted(view=g.run.view)
+    assert read(g).action == "allow"
+    assert reasons(read(g)) == ["read_tracker.unchanged"]  # learned again from that full read
+
+
+def test_searches_are_never_stubbed() -> None:
+    g = tracker_guard("hermes-current")
+    assert [search(g).action for _ in range(2)] == ["allow", "allow"]
+
+
+# ---- regions ------------------------------------------------------------------------------------------
+def test_regions_are_the_ordered_set_of_reads_only() -> None:
+    g = tracker_guard("default")
+    read(g, "b.py")
+    search(g)
+    read(g, "a.py", offset=10, limit=20)
+    read(g, "b.py")
+    call(g, "write_file", path="b.py", content="x")
+    assert tracker(g).regions == [("b.py", 1, 500), ("a.py", 10, 20)]
+
+
+def test_regions_survive_compaction() -> None:
+    g = tracker_guard("hermes-current")
+    read(g, "a.py")
+    read(g, "b.py")
+    g.hook.loopguard_compacted(view=g.run.view)
+    assert tracker(g).regions == [("a.py", 1, 500), ("b.py", 1, 500)]
+
+
+def test_regions_is_a_copy() -> None:
+    g = tracker_guard("hermes")
+    read(g)
+    tracker(g).regions.clear()
+    assert tracker(g).regions == [("src/app.py", 1, 500)]
+
+
+def test_runs_are_isolated() -> None:
+    policy = resolve_policy({"preset": "hermes", "context": False})
+    first, second = Guard(policy), Guard(policy)
+    read(first)
+    read(first)
+    assert read(second).action == "allow"
+    assert tracker(second).regions == [("src/app.py", 1, 500)]
+
+
+# ---- presets ------------------------------------------------------------------------------------------
+def test_preset_settings_follow_presets_md() -> None:
+    hermes = resolve_policy("hermes").settings("read_tracker")
+    current = resolve_policy("hermes-current").settings("read_tracker")
+    default = resolve_policy("default").settings("read_tracker")
+    for s in (hermes, current, default):
+        assert (s.warn_at, s.block_at) == (3, 4)
+        assert (s.read_offset_default, s.read_limit_default) == (1, 500)
+        assert (s.search_target_default, s.search_path_default) == ("content", ".")
+        assert (s.search_limit_default, s.search_offset_default) == (50, 0)
+    assert (hermes.shared_streak, hermes.search_pagination, hermes.unchanged_stub) == (True, False, False)
+    assert (current.shared_streak, current.search_pagination, current.unchanged_stub) == (True, True, True)
+    assert (default.shared_streak, default.search_pagination, default.unchanged_stub) == (False, True, False)
+    assert Settings() == Settings(shared_streak=False, search_pagination=True, unchanged_stub=False)
+
+
+@pytest.mark.parametrize("preset", ["hermes", "hermes-current", "default"])
+def test_preset_tool_table_kinds(preset: str) -> None:
+    classifier = resolve_policy(preset).classifier
+    kinds = {tool: classifier.kind(ToolCall.of(tool)) for tool in
+             ("read_file", "search_files", "write_file", "patch", "terminal")}
+    assert kinds == {"read_file": "read", "search_files": "search", "write_file": "write", "patch": "write",
+                     "terminal": "action"}
