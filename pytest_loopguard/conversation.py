@@ -60,15 +60,22 @@ class Transcript:
 
 @final
 class PromptView:
-    """What the model sees next: a list of entries that engines may rewrite, with token counts."""
+    """What the model sees next: a list of entries that engines may rewrite, with token counts.
 
-    __slots__ = ("_counts", "count_tokens", "entries", "window_tokens")
+    Rewrite it only through `append`, `replace` (one entry) and `replace_entries` (all of them): the
+    view keeps a running token total over those, so asking for `tokens()` between model calls costs
+    only the entries appended since the last question.
+    """
+
+    __slots__ = ("_counts", "_total", "_totalled", "count_tokens", "entries", "window_tokens")
 
     def __init__(self, count_tokens: Callable[[str], int] = chars_over_four, window_tokens: int = 0) -> None:
         self.entries: list[Entry] = []
         self.count_tokens = count_tokens
         self.window_tokens = window_tokens
         self._counts: dict[int, int] = {}  # id(entry) -> tokens; entries are immutable, so this stays true
+        self._total = 0  # tokens of entries[:_totalled]
+        self._totalled = 0
 
     def append(self, entry: Entry) -> None:
         self.entries.append(entry)
@@ -84,14 +91,31 @@ class PromptView:
         return n
 
     def tokens(self) -> int:
-        """Tokens of the whole view."""
-        return sum(self.entry_tokens(e) for e in self.entries)
+        """Tokens of the whole view (counts only the entries appended since the last call)."""
+        entries = self.entries
+        n = len(entries)
+        if n < self._totalled:  # the list was cut behind our back: start over rather than be wrong
+            self._total = self._totalled = 0
+        for i in range(self._totalled, n):
+            self._total += self.entry_tokens(entries[i])
+        self._totalled = n
+        return self._total
+
+    def replace(self, index: int, entry: Entry) -> None:
+        """Swap one entry (a dedup placeholder) keeping the running total right."""
+        old = self.entries[index]
+        self.entries[index] = entry
+        if index < self._totalled:
+            self._total += self.entry_tokens(entry) - self.entry_tokens(old)
+        if old is not entry:
+            self._counts.pop(id(old), None)
 
     def replace_entries(self, entries: list[Entry]) -> None:
         """Swap the view's entries (after dedup or compaction); forgets counts of entries gone."""
         self.entries = entries
         live = {id(e) for e in entries}
         self._counts = {k: v for k, v in self._counts.items() if k in live}
+        self._total = self._totalled = 0  # recounted lazily from the kept per-entry counts
 
     def __len__(self) -> int:
         return len(self.entries)

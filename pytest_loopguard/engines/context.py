@@ -1,23 +1,400 @@
-"""context: token accounting, pre-prompt compaction, overflow and transient recovery (seeds 000, 001, 004)."""
+"""context: token accounting, pre-prompt compaction, overflow and transient recovery (seeds 000, 001, 004).
+
+The engine works on the prompt view (`run.view`), never on the transcript.
+
+- Prompt size: the view's tokens (entry tokens given by the trace, else the view's counter). A recorded
+  `llm.input_tokens` is the provider's count of the prompt the recorded run sent, which includes what a
+  trace does not record (system prompt, tool schemas), so it raises the estimate:
+  `prompt = max(view tokens, input_tokens - tokens this run's compactions removed)`. Subtracting what we
+  removed keeps a counterfactual replay (one that compacted where the recorded run did not) from
+  compacting again on every later step because of figures measured on the uncompacted prompt.
+- Pre-prompt compaction: before a model call, when `prompt >= ceil(compact_at * window)`, older messages
+  become one summary entry (`context.compact`). `keep_recent` keeps the last `preserve_recent` entries,
+  moved back to the assistant call when the boundary would split a turn; `drop_oldest` (Spacebot) drops
+  the oldest `compact_fraction` (at least one), keeps at least `min_kept`, moves forward past tool
+  results whose assistant call is dropped, and back only if `min_kept` stops it. Views of
+  `compact_floor` entries or fewer are never compacted. A tool result is never orphaned.
+- Cadence: with `pre_prompt_check` (every preset) the check runs before every model call. Without it the
+  check runs only at segment boundaries: before the model call that follows every `turns_per_segment`
+  turns (Spacebot before PR #359 checked only there). `max_turns` is separate: the turn after
+  `max_turns` stops the run as exhausted (`context.max_turns`); segments never end a run.
+- Overflow: an error containing an overflow marker (case-insensitive; a marker set matches when all of
+  its markers are present) is tested first. It compacts (`preserve_schedule`: the k-th overflow in a row
+  keeps the k-th count, the last one repeating; `force_fraction`: drops the oldest
+  `force_compact_fraction`) and retries (`context.overflow`, compact_retry) at most
+  `max_compact_retries` times in a row; the next overflow fails (`context.overflow_exhausted`).
+- Transient: an error containing a transient marker is retried after `backoff_base_ms * 2**(k-1)`
+  (capped by `backoff_cap_ms`) on the run's virtual clock (`context.transient`, retry), at most
+  `max_transient_retries` in a row; the next fails (`context.transient_exhausted`).
+- Streaks end only with a successful model call: a transient error between two overflows does not
+  reset the overflow streak, nor the reverse. Any other error fails at once (`context.unrecoverable`).
+- After a compaction that folded messages, one message (role `injection_role`) is appended to the view
+  when there is something to say: the file regions already read (from the read_tracker engine, when
+  `inject_read_regions`) with an instruction not to re-read them, and the active todos (pending,
+  in_progress; when `inject_todos`) kept from `todo_tool` calls.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
+from ..conversation import Entry
+from ..hookspecs import hookimpl
+from ..model import Verdict
 from .base import Engine, EngineSettings
 
-__all__ = ["ENGINE", "Context", "Settings"]
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..conversation import PromptView
+    from ..model import LLMCall, ToolCall, ToolResult
+    from ..runtime import RunContext, Turn
+
+__all__ = ["ENGINE", "Context", "Settings", "compaction_boundary"]
+
+# The defaults are the `default` preset (ours): overflow markers from the Hermes list plus the
+# unambiguous claw-code and Spacebot ones; transient markers from the Spacebot list plus 529/408.
+DEFAULT_OVERFLOW_MARKERS = (
+    "context length", "context size", "maximum context", "token limit", "too many tokens",
+    "reduce the length", "exceeds the limit", "context window", "prompt is too long",
+    "prompt exceeds max length", "max_tokens", "maximum number of tokens", "max_model_len",
+    "prompt length", "input is too long", "maximum model length", "truncating input",
+    "slot context", "n_ctx_slot", "max input token", "input token", "input tokens exceed",
+    "request too large", "request is too large", "content_too_large",
+)
+DEFAULT_TRANSIENT_MARKERS = (
+    "408", "429", "500", "502", "503", "504", "529", "rate limit", "overloaded", "timeout",
+    "timed out", "connection", "error sending request", "server error", "server had an error",
+    "internal error", "empty response", "empty reply", "broken pipe",
+    "failed to read response body", "error decoding response body", "missing response.completed",
+)
+ACTIVE_TODO = frozenset({"pending", "in_progress"})
 
 
 @dataclass(frozen=True, slots=True)
 class Settings(EngineSettings):
-    window_tokens: int = 128000
+    # window and pre-prompt compaction
+    window_tokens: int = 128000  # a trace's `context.window_tokens` overrides it
     compact_at: float = 0.8
+    pre_prompt_check: bool = True
+    turns_per_segment: int | None = None
+    compaction: Literal["keep_recent", "drop_oldest"] = "keep_recent"
+    preserve_recent: int = 4
+    compact_fraction: float = 0.5
+    min_kept: int = 0
+    compact_floor: int = 0  # views of this many entries or fewer are never compacted
+    summary_text: str = "[Summary: {messages} earlier messages were compacted to fit the context window.]"
+    # overflow: compact and retry
+    overflow_markers: tuple[str, ...] = DEFAULT_OVERFLOW_MARKERS
+    overflow_marker_sets: tuple[tuple[str, ...], ...] = ()  # each matches when all its markers are present
+    overflow_strategy: Literal["preserve_schedule", "force_fraction"] = "preserve_schedule"
+    preserve_schedule: tuple[int, ...] = (4, 2, 0)
+    force_compact_fraction: float = 0.75
+    max_compact_retries: int = 3
+    # transient errors: back off and retry
+    transient_markers: tuple[str, ...] = DEFAULT_TRANSIENT_MARKERS
+    max_transient_retries: int = 5
+    backoff_base_ms: int = 1000
+    backoff_cap_ms: int | None = 60000
+    # what the model is told after a compaction
+    inject_read_regions: bool = True
+    inject_todos: bool = True
+    injection_role: Literal["user", "system"] = "user"
+    read_regions_text: str = (
+        "[Files already read in this session. Do NOT read them again: use what you learned from them "
+        "and the summary above.]\n{regions}"
+    )
+    todos_text: str = "[Your active todos (pending and in progress):]\n{todos}"
+    todo_tool: str = "todo"
+    # run length
+    max_turns: int | None = None
+
+
+def compaction_boundary(
+    entries: Sequence[Entry], *, preserve: int | None = None, fraction: float | None = None, min_kept: int = 0
+) -> int:
+    """How many of the oldest entries to fold into the summary (0: none), never orphaning a tool result.
+
+    With `fraction`: drop the oldest fraction (at least one), keep at least `min_kept`, and move forward
+    past tool results whose assistant call would be dropped. With `preserve`: keep the last `preserve`.
+    Either way, if the first kept entry is still a tool result, move back to its turn's assistant call.
+    """
+    n = len(entries)
+    limit = max(0, n - min_kept)
+    if fraction is not None:
+        b = min(max(int(n * fraction + 1e-9), 1), limit)
+        while b < limit and entries[b].role == "tool":
+            b += 1
+    else:
+        b = min(max(0, n - (preserve or 0)), limit)
+    while 0 < b < n and entries[b].role == "tool":
+        b -= 1
+    return b
+
+
+ContextSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
 
 
 class Context(Engine):
+    """Keeps the prompt view inside the window and recovers from overflow and transient errors."""
+
     name = "context"
     Settings = Settings
+
+    def __init__(self, settings: ContextSettings, run: RunContext) -> None:
+        super().__init__(settings, run)
+        self.settings: ContextSettings = settings
+        # markers are lower-cased once: matching is a plain substring test on the lower-cased error
+        self._overflow_markers = tuple(m.lower() for m in settings.overflow_markers)
+        self._overflow_sets = tuple(tuple(m.lower() for m in s) for s in settings.overflow_marker_sets if s)
+        self._transient_markers = tuple(m.lower() for m in settings.transient_markers)
+        self._overflow_streak = 0
+        self._transient_streak = 0
+        self._removed = 0  # tokens this run's compactions took out of the view
+        self._summarized = 0  # messages folded into the view's summary entry so far
+        self._todos: dict[str, tuple[str, str]] = {}  # id -> (content, status), in creation order
+
+    # ---- public state ------------------------------------------------------------------------------
+    @property
+    def todos(self) -> list[tuple[str, str, str]]:
+        """The todo list as (id, content, status), in creation order."""
+        return [(tid, content, status) for tid, (content, status) in self._todos.items()]
+
+    def window(self, view: PromptView) -> int:
+        """The window in tokens: the trace's `context.window_tokens`, else the setting."""
+        return view.window_tokens or self.settings.window_tokens
+
+    def threshold(self, view: PromptView) -> int:
+        """The prompt size at which pre-prompt compaction starts."""
+        return math.ceil(round(self.settings.compact_at * self.window(view), 6))
+
+    def is_overflow(self, error: str) -> bool:
+        text = error.lower()
+        return any(m in text for m in self._overflow_markers) or any(
+            all(m in text for m in markers) for markers in self._overflow_sets
+        )
+
+    def is_transient(self, error: str) -> bool:
+        text = error.lower()
+        return any(m in text for m in self._transient_markers)
+
+    def injection(self) -> str | None:
+        """The message appended after a compaction, or None when there is nothing to tell."""
+        s = self.settings
+        parts: list[str] = []
+        if s.inject_read_regions:
+            tracker = self.run.engines.get("read_tracker")
+            regions = getattr(tracker, "regions", None) if tracker is not None else None
+            if regions:
+                lines = "\n".join(f"- {path} (offset {offset}, limit {limit})" for path, offset, limit in regions)
+                parts.append(s.read_regions_text.format(regions=lines))
+        if s.inject_todos:
+            active = [
+                f"- [{status}] {content} (id {tid})"
+                for tid, (content, status) in self._todos.items()
+                if status in ACTIVE_TODO
+            ]
+            if active:
+                parts.append(s.todos_text.format(todos="\n".join(active)))
+        return "\n\n".join(parts) if parts else None
+
+    # ---- hooks -------------------------------------------------------------------------------------
+    @hookimpl
+    def loopguard_turn_start(self, turn: Turn) -> Verdict | None:
+        limit = self.settings.max_turns
+        if limit is None or turn.index < limit:
+            return None
+        return Verdict(
+            self.name,
+            "stop",
+            "context.max_turns",
+            f"Stopped: the run reached its limit of {limit} turns.",
+            {"outcome": "exhausted", "max_turns": limit, "turn": turn.index + 1},
+        )
+
+    @hookimpl
+    def loopguard_after_call(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> None:
+        if blocked or call.tool != self.settings.todo_tool or result is None or not result.ok:
+            return
+        items = call.args.get("todos")
+        if not isinstance(items, list):  # a call without `todos` reads the list
+            return
+        if not call.args.get("merge", False):
+            self._todos = {}
+        todos = self._todos
+        for item in items:
+            if not isinstance(item, Mapping) or item.get("id") is None:
+                continue
+            tid = str(item["id"])
+            old = todos.get(tid)
+            content = item.get("content", old[0] if old else "")
+            status = item.get("status", old[1] if old else "pending")
+            todos[tid] = (str(content), str(status))
+
+    @hookimpl
+    def loopguard_before_llm(self, llm: LLMCall, view: PromptView) -> Verdict | None:
+        s = self.settings
+        if s.pre_prompt_check:
+            trigger = "pre_prompt"
+        elif s.turns_per_segment and self.run.turns and self.run.turns % s.turns_per_segment == 0:
+            trigger = "segment"
+        else:
+            return None
+        view_tokens = view.tokens()
+        prompt = view_tokens
+        if llm.input_tokens is not None:
+            prompt = max(prompt, llm.input_tokens - self._removed)
+        threshold = self.threshold(view)
+        if prompt < threshold:
+            return None
+        if s.compaction == "drop_oldest":
+            done = self._compact(view, fraction=s.compact_fraction)
+        else:
+            done = self._compact(view, preserve=s.preserve_recent)
+        if done is None:  # nothing older than what must be kept
+            return None
+        data: dict[str, Any] = {
+            "trigger": trigger,
+            "tokens_before": prompt,
+            "view_tokens_before": view_tokens,
+            "input_tokens": llm.input_tokens,
+            "window": self.window(view),
+            "threshold": threshold,
+            **done,
+        }
+        return Verdict(
+            self.name,
+            "compact",
+            "context.compact",
+            f"Compacted the prompt before the model call: {done['summarized']} older messages summarized, "
+            f"{done['preserved']} kept ({prompt} tokens >= {threshold} of a {data['window']}-token window).",
+            data,
+        )
+
+    @hookimpl
+    def loopguard_llm_result(self, llm: LLMCall, view: PromptView) -> Verdict | None:
+        error = llm.error
+        if error is None:
+            self._overflow_streak = 0
+            self._transient_streak = 0
+            return None
+        if self.is_overflow(error):  # tested first: a 429 that says "too many tokens" is an overflow
+            return self._overflow(error, view)
+        if self.is_transient(error):
+            return self._transient(error)
+        return Verdict(
+            self.name,
+            "fail",
+            "context.unrecoverable",
+            f"The model call failed with an error that is neither a context overflow nor transient: {error}",
+            {"error": error},
+        )
+
+    # ---- recovery ----------------------------------------------------------------------------------
+    def _overflow(self, error: str, view: PromptView) -> Verdict:
+        s = self.settings
+        self._overflow_streak += 1
+        attempt = self._overflow_streak
+        if attempt > s.max_compact_retries:
+            return Verdict(
+                self.name,
+                "fail",
+                "context.overflow_exhausted",
+                f"The context window overflowed {attempt} times in a row; compaction was retried "
+                f"{s.max_compact_retries} times.",
+                {"attempt": attempt, "max_compact_retries": s.max_compact_retries, "error": error},
+            )
+        before = view.tokens()
+        preserve: int | None = None
+        if s.overflow_strategy == "force_fraction":
+            done = self._compact(view, fraction=s.force_compact_fraction)
+        else:
+            schedule = s.preserve_schedule
+            preserve = schedule[min(attempt, len(schedule)) - 1] if schedule else 0
+            done = self._compact(view, preserve=preserve)
+        if done is None:  # nothing could be folded; the retry still happens, on the same prompt
+            done = {"preserved": len(view), "summarized": 0, "tokens_after": before, "injected": None}
+        data: dict[str, Any] = {
+            "attempt": attempt,
+            "max_compact_retries": s.max_compact_retries,
+            "preserve": preserve,
+            "fraction": s.force_compact_fraction if preserve is None else None,
+            "tokens_before": before,
+            "window": self.window(view),
+            "compacted": done["summarized"] > 0,
+            "error": error,
+            **done,
+        }
+        return Verdict(
+            self.name,
+            "compact_retry",
+            "context.overflow",
+            f"Context window exceeded: compacted to {done['preserved']} recent messages and retrying "
+            f"(attempt {attempt} of {s.max_compact_retries}).",
+            data,
+        )
+
+    def _transient(self, error: str) -> Verdict:
+        s = self.settings
+        self._transient_streak += 1
+        attempt = self._transient_streak
+        if attempt > s.max_transient_retries:
+            return Verdict(
+                self.name,
+                "fail",
+                "context.transient_exhausted",
+                f"The model call failed {attempt} times in a row with transient errors; gave up after "
+                f"{s.max_transient_retries} retries.",
+                {"attempt": attempt, "max_transient_retries": s.max_transient_retries, "error": error},
+            )
+        delay = s.backoff_base_ms << (attempt - 1)
+        if s.backoff_cap_ms is not None:
+            delay = min(delay, s.backoff_cap_ms)
+        clock = self.run.clock
+        clock.advance(delay)
+        return Verdict(
+            self.name,
+            "retry",
+            "context.transient",
+            f"Transient model error; retrying after {delay} ms (attempt {attempt} of {s.max_transient_retries}).",
+            {
+                "attempt": attempt,
+                "max_transient_retries": s.max_transient_retries,
+                "delay_ms": delay,
+                "clock_ms": clock.now_ms,
+                "error": error,
+            },
+        )
+
+    # ---- compaction --------------------------------------------------------------------------------
+    def _compact(
+        self, view: PromptView, *, preserve: int | None = None, fraction: float | None = None
+    ) -> dict[str, Any] | None:
+        """Fold the oldest entries into one summary and inject; None when nothing was folded."""
+        s = self.settings
+        entries = view.entries
+        n = len(entries)
+        if n <= s.compact_floor:
+            return None
+        b = compaction_boundary(entries, preserve=preserve, fraction=fraction, min_kept=s.min_kept)
+        has_summary = n > 0 and entries[0].role == "summary"
+        if b == 0 or (b == 1 and has_summary):
+            return None
+        before = view.tokens()
+        # the summary stands for what it replaces: an earlier summary's messages carry over
+        messages = b + (self._summarized - 1 if has_summary else 0)
+        self._summarized = messages
+        summary = Entry("summary", s.summary_text.format(messages=messages), replaced=True)
+        view.replace_entries([summary, *entries[b:]])
+        injected = self.injection()
+        if injected is not None:
+            view.append(Entry(s.injection_role, injected, replaced=True))
+        after = view.tokens()
+        self._removed += before - after
+        return {"preserved": n - b, "summarized": b, "tokens_after": after, "injected": injected}
 
 
 ENGINE = Context

@@ -1,10 +1,32 @@
-"""dedup: stale results of polling tools replaced by a placeholder in the prompt view (seed 000)."""
+"""dedup: stale results of polling tools replaced by a placeholder in the prompt view (seed 000).
+
+Before every model call, every result of a `tools` tool except the most recent one per tool name is
+replaced in the prompt view by a one-line placeholder naming the tool; the call/result structure stays
+(the entry keeps its role, tool, call id and turn). Several results in one turn are handled one by one.
+The transcript is never touched: the review of seed 000 found that deduplicating the history in place
+lost the data the run record was meant to keep.
+
+Work per model call is proportional to the entries appended since the previous call: the engine
+remembers how far it has scanned the view and the index of the latest full result per tool, so each
+result is replaced exactly once (when a newer one of its tool arrives). A compaction rewrites the view,
+so after one the next call rescans it once.
+
+Verdict: an `allow` verdict `dedup.superseded` with data `{replaced: n, tools: [...]}` on the model
+call where something was replaced; nothing when nothing was (a silent call keeps timelines readable).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from ..hookspecs import hookimpl
+from ..model import Verdict
 from .base import Engine, EngineSettings
+
+if TYPE_CHECKING:
+    from ..conversation import PromptView
+    from ..runtime import RunContext
 
 __all__ = ["ENGINE", "Dedup", "Settings"]
 
@@ -15,9 +37,66 @@ class Settings(EngineSettings):
     placeholder: str = "[{tool} output superseded by a later call]"
 
 
+DedupSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
+
+
 class Dedup(Engine):
+    """Keeps one full result per polling tool in the prompt view."""
+
     name = "dedup"
     Settings = Settings
+
+    def __init__(self, settings: DedupSettings, run: RunContext) -> None:
+        super().__init__(settings, run)
+        self.settings: DedupSettings = settings
+        self._tools = frozenset(settings.tools)
+        self._latest: dict[str, int] = {}  # tool -> view index of its most recent (full) result
+        self._scanned = 0  # view entries before this index have been looked at
+
+    @hookimpl
+    def loopguard_before_llm(self, view: PromptView) -> Verdict | None:
+        entries = view.entries
+        n = len(entries)
+        if n < self._scanned:  # the view shrank without a compaction notice: start over
+            self._forget()
+        if n == self._scanned:
+            return None
+        tools = self._tools
+        latest = self._latest
+        replaced: dict[str, int] = {}
+        for i in range(self._scanned, n):
+            entry = entries[i]
+            tool = entry.tool
+            if entry.role != "tool" or tool not in tools:
+                continue
+            assert tool is not None
+            previous = latest.get(tool)
+            if previous is not None and not entries[previous].replaced:
+                stale = entries[previous]
+                view.replace(previous, stale.with_text(self.settings.placeholder.format(tool=tool)))
+                replaced[tool] = replaced.get(tool, 0) + 1
+            latest[tool] = i
+        self._scanned = n
+        if not replaced:
+            return None
+        count = sum(replaced.values())
+        names = sorted(replaced)
+        return Verdict(
+            self.name,
+            "allow",
+            "dedup.superseded",
+            f"Replaced {count} superseded result(s) of {', '.join(names)} with a placeholder in the prompt.",
+            {"replaced": count, "tools": names},
+        )
+
+    @hookimpl
+    def loopguard_compacted(self) -> None:
+        # compaction rebuilt the view: indices are stale, rescan it once on the next model call
+        self._forget()
+
+    def _forget(self) -> None:
+        self._latest = {}
+        self._scanned = 0
 
 
 ENGINE = Dedup
