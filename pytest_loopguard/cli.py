@@ -348,6 +348,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LoopguardError as exc:
         _err(f"loopguard: error: {exc}")
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # output piped into `head`: nothing left to say
+        return EXIT_OK
     except OSError as exc:  # e.g. -o into a folder that does not exist
         _err(f"loopguard: error: {exc.filename or ''}: {exc.strerror}")
         return EXIT_BAD_INPUT
