@@ -18,6 +18,8 @@ The engine works on the prompt view (`run.view`), never on the transcript.
   check runs only at segment boundaries: before the model call that follows every `turns_per_segment`
   turns (Spacebot before PR #359 checked only there). `max_turns` is separate: the turn after
   `max_turns` stops the run as exhausted (`context.max_turns`); segments never end a run.
+- Markers are lower-cased substrings, except that a marker made of digits only (a status code such as
+  `500`) matches a whole number: `HTTP 500` is transient, `prompt 5000 tokens` is not.
 - Overflow: an error containing an overflow marker (case-insensitive; a marker set matches when all of
   its markers are present) is tested first. It compacts (`preserve_schedule`: the k-th overflow in a row
   keeps the k-th count, the last one repeating; `force_fraction`: drops the oldest
@@ -37,7 +39,8 @@ The engine works on the prompt view (`run.view`), never on the transcript.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -47,8 +50,6 @@ from ..model import Verdict
 from .base import Engine, EngineSettings
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from ..conversation import PromptView
     from ..model import LLMCall, ToolCall, ToolResult
     from ..runtime import RunContext, Turn
@@ -138,6 +139,14 @@ def compaction_boundary(
 ContextSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
 
 
+def _markers(markers: Sequence[str]) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
+    """Lower-cased substring markers, and one pattern matching the all-digit ones as whole numbers."""
+    codes = [m for m in markers if m.isdigit()]
+    words = tuple(m.lower() for m in markers if not m.isdigit())
+    pattern = re.compile(r"(?<!\d)(?:" + "|".join(codes) + r")(?!\d)") if codes else None
+    return words, pattern
+
+
 class Context(Engine):
     """Keeps the prompt view inside the window and recovers from overflow and transient errors."""
 
@@ -147,10 +156,10 @@ class Context(Engine):
     def __init__(self, settings: ContextSettings, run: RunContext) -> None:
         super().__init__(settings, run)
         self.settings: ContextSettings = settings
-        # markers are lower-cased once: matching is a plain substring test on the lower-cased error
-        self._overflow_markers = tuple(m.lower() for m in settings.overflow_markers)
+        # markers are prepared once: substring tests on the lower-cased error, one regex for status codes
+        self._overflow_markers, self._overflow_codes = _markers(settings.overflow_markers)
         self._overflow_sets = tuple(tuple(m.lower() for m in s) for s in settings.overflow_marker_sets if s)
-        self._transient_markers = tuple(m.lower() for m in settings.transient_markers)
+        self._transient_markers, self._transient_codes = _markers(settings.transient_markers)
         self._overflow_streak = 0
         self._transient_streak = 0
         self._removed = 0  # tokens this run's compactions took out of the view
@@ -173,13 +182,17 @@ class Context(Engine):
 
     def is_overflow(self, error: str) -> bool:
         text = error.lower()
-        return any(m in text for m in self._overflow_markers) or any(
-            all(m in text for m in markers) for markers in self._overflow_sets
+        return (
+            any(m in text for m in self._overflow_markers)
+            or any(all(m in text for m in markers) for markers in self._overflow_sets)
+            or (self._overflow_codes is not None and self._overflow_codes.search(text) is not None)
         )
 
     def is_transient(self, error: str) -> bool:
         text = error.lower()
-        return any(m in text for m in self._transient_markers)
+        return any(m in text for m in self._transient_markers) or (
+            self._transient_codes is not None and self._transient_codes.search(text) is not None
+        )
 
     def injection(self) -> str | None:
         """The message appended after a compaction, or None when there is nothing to tell."""
