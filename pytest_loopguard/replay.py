@@ -124,7 +124,9 @@ def replay(trace: Trace, policy: Any = None, *, plugins: Sequence[object] = ()) 
 
     if outcome is None:
         guard.end_turn()
-        outcome = "incomplete"
+        # a run recorded with a turn limit (a simulation) that used every turn was cut off there
+        limit = trace.max_turns
+        outcome = "exhausted" if limit is not None and guard.run.turns >= limit else "incomplete"
     return ReplayResult(trace, policy_name, outcome, stopped_at, stopped_by, tuple(results))
 
 

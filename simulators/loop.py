@@ -1,0 +1,266 @@
+"""The agent loop: model → guard → tools → results → dedup/compaction, on a virtual clock, recording a trace.
+
+It drives `pytest_loopguard.runtime.Guard` in exactly the order `replay` does, so that the recorded trace
+replays to the same verdicts and outcome:
+
+    per model call: end_turn; before_llm; model.respond(view); llm_result
+        retry / compact_retry -> call the model again (same turn); fail -> outcome failed
+        success -> start_turn(calls, llm), then per call: before_call; execute when it runs; after_call
+
+A blocked call is answered with the verdict's message as an error (the Guard puts it in the view); a stop
+ends the run; a final answer is a `done` step. The run is cut off at `max_turns` (outcome exhausted). Time
+passes between steps only (model and tool latency), so every step's `t` is the clock when it started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, final
+
+from pytest_loopguard.conversation import PromptView, Transcript
+from pytest_loopguard.model import (
+    Done,
+    LLMCall,
+    Message,
+    Outcome,
+    ReplayResult,
+    RunExpect,
+    Step,
+    StepResult,
+    Task,
+    ToolCall,
+    ToolResult,
+    Trace,
+    Verdict,
+    combine,
+)
+from pytest_loopguard.policy import Policy, resolve_policy
+from pytest_loopguard.runtime import Clock, Guard
+
+from .protocols import Model, ProviderError, ToolExecutor
+
+__all__ = ["AgentLoop", "Simulation"]
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Simulation:
+    """One simulated run: its result (verdicts, outcome; `.trace` is the recorded trace) and the record."""
+
+    result: ReplayResult
+    recorded: Trace
+    view: PromptView  # the prompt view at the end (what the model last saw, after dedup/compaction)
+    transcript: Transcript  # the lossless record of messages
+    model_calls: int
+
+
+@final
+class AgentLoop:
+    """Runs a model against tools under a policy's Guard, honouring its verdicts, and records the run."""
+
+    def __init__(
+        self,
+        model: Model,
+        tools: ToolExecutor,
+        policy: Any = "default",
+        *,
+        clock: Clock | None = None,
+        max_turns: int = 50,
+        prompt: str = "",
+        task: Task | None = None,
+        context: Mapping[str, Any] | None = None,
+        name: str = "simulation",
+        description: str = "",
+        expect: RunExpect | None = None,
+        strict: bool = False,
+        seed: int | None = None,
+        origin: str | None = None,
+        llm_latency_ms: int = 1000,
+        tool_latency_ms: int = 200,
+        plugins: Sequence[object] = (),
+        recorded_policy: str | Mapping[str, Any] | None = None,
+        policy_name: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        if max_turns < 1:
+            raise ValueError("max_turns must be ≥ 1")
+        self.model = model
+        self.tools = tools
+        self.policy_spec = policy
+        self.clock = clock or Clock()
+        self.max_turns = max_turns
+        self.prompt = prompt
+        self.task = task
+        self.context = dict(context or {})
+        self.name = name
+        self.description = description
+        self.expect = expect
+        self.strict = strict
+        self.seed = seed
+        self.origin = origin
+        self.llm_latency_ms = llm_latency_ms
+        self.tool_latency_ms = tool_latency_ms
+        self.plugins = tuple(plugins)
+        # what the recorded trace names as its policy, so that replaying it resolves the same one
+        self.recorded_policy = recorded_policy
+        self.policy_name = policy_name
+        self.path = path
+        self._changed: Callable[[ToolCall], bool] | None = getattr(tools, "changed", None)
+
+    def run(self) -> Simulation:
+        policy = self.policy_spec if isinstance(self.policy_spec, Policy) else resolve_policy(self.policy_spec)
+        policy_name = self.policy_name or (self.policy_spec if isinstance(self.policy_spec, str) else policy.name)
+        objective = self.task.objective if self.task is not None and self.task.objective else self.prompt
+        guard = Guard(policy, task=self.task, objective=objective, context=self.context, clock=self.clock,
+                      plugins=self.plugins)
+        run = _Run(guard, self.clock)
+        if self.prompt:
+            run.record(Step(0, "message", message=Message("user", self.prompt), t=self.clock.now_ms),
+                       guard.message(Message("user", self.prompt)).verdicts)
+        while run.outcome is None:
+            if guard.run.turns >= self.max_turns:
+                run.cut_off = True
+                break
+            self._turn(run)
+        if run.outcome is None:
+            guard.end_turn()
+        recorded = self._recorded(run)
+        outcome: Outcome = run.outcome or ("exhausted" if run.cut_off else "incomplete")
+        result = ReplayResult(recorded, policy_name, outcome, run.stopped_at, run.stopped_by, tuple(run.results))
+        return Simulation(result, recorded, guard.run.view, guard.run.transcript, run.model_calls)
+
+    # ---- one turn: model call(s), then the calls -----------------------------------------------------------
+    def _turn(self, run: _Run) -> None:
+        guard, clock = run.guard, self.clock
+        while True:
+            guard.end_turn()
+            t = clock.now_ms
+            verdicts = guard.before_llm(LLMCall()).verdicts
+            view = guard.run.view
+            input_tokens = view.tokens()
+            run.model_calls += 1
+            try:
+                reply = self.model.respond(view, guard.run.turns)
+                llm = LLMCall(input_tokens, reply.output_tokens, None, reply.text)
+            except ProviderError as exc:
+                reply = None
+                llm = LLMCall(input_tokens, None, exc.message)
+            verdicts += guard.llm_result(llm).verdicts
+            if reply is not None and combine(verdicts) != "fail":
+                verdicts += guard.start_turn(reply.calls, llm).verdicts
+            action = run.record(Step(len(run.steps), "llm", llm=llm, t=t), verdicts)
+            clock.advance(self.llm_latency_ms)
+            if run.outcome is not None:
+                if reply is not None:  # a stop at the turn's start: its calls were asked for but never run
+                    for call in reply.calls:
+                        run.unreached(Step(len(run.steps), "tool", call=call, t=clock.now_ms))
+                return
+            if reply is not None:
+                break
+            if action not in ("retry", "compact_retry"):
+                # nothing recovers this error: the runtime gives up and the record ends here (incomplete)
+                run.outcome = "incomplete"
+                return
+        if reply.final:
+            done = Done(reply.success, reply.text or "")
+            run.record(Step(len(run.steps), "done", done=done, t=clock.now_ms), guard.done(done).verdicts)
+            if run.outcome is None:
+                run.outcome = "completed"
+            return
+        for call in reply.calls:
+            if run.ended():  # an earlier call of the turn stopped the run
+                run.unreached(Step(len(run.steps), "tool", call=call, t=clock.now_ms))
+                continue
+            self._call(run, call)
+
+    def _call(self, run: _Run, call: ToolCall) -> None:
+        guard, clock = run.guard, self.clock
+        t = clock.now_ms
+        # whether a file changed outside the agent is a fact before the call: engines may read it first
+        changed = self._changed is not None and self._changed(call)
+        hint = _CHANGED if changed else None
+        before = guard.before_call(call, hint)
+        result: ToolResult | None = hint  # a blocked call records only that fact (replay passes it again)
+        if before.runs:
+            raw = self.tools.execute(call)
+            body = raw.result_text
+            # the tokens are part of the record, so replay feeds the view the very same counts
+            result = raw if raw.tokens is not None or body is None else _with_tokens(raw, guard.run.view, body)
+        after = guard.after_call(call, result if before.runs else None, before)
+        run.record(Step(len(run.steps), "tool", call=call, result=result, t=t), after.verdicts)
+        if before.runs:
+            clock.advance(self.tool_latency_ms)
+            if run.outcome is None and guard.run.kind(call) == "done":
+                run.outcome = "completed"
+
+    def _recorded(self, run: _Run) -> Trace:
+        source: dict[str, Any] = {"kind": "simulated", "agent": "simulators.AgentLoop"}
+        if self.origin:
+            source["origin"] = self.origin
+        policy = self.recorded_policy
+        if policy is None:
+            policy = self.policy_spec if isinstance(self.policy_spec, (str, Mapping)) else self.policy_spec.name
+        return Trace(
+            name=self.name,
+            steps=tuple(run.steps),
+            description=self.description,
+            source=source,
+            policy=policy,
+            task=self.task,
+            context=self.context,
+            strict=self.strict,
+            expect=self.expect,
+            seed=self.seed,
+            max_turns=self.max_turns,
+            path=self.path,
+        )
+
+
+_CHANGED = ToolResult(changed=True)
+
+
+def _with_tokens(result: ToolResult, view: PromptView, body: str) -> ToolResult:
+    return ToolResult(result.ok, result.text, result.error, view.count_tokens(body), result.bytes, result.changed)
+
+
+@final
+class _Run:
+    """The state of one run: recorded steps, their results and how the run ended."""
+
+    __slots__ = ("clock", "cut_off", "guard", "model_calls", "outcome", "results", "steps", "stopped_at",
+                 "stopped_by")
+
+    def __init__(self, guard: Guard, clock: Clock) -> None:
+        self.guard = guard
+        self.clock = clock
+        self.steps: list[Step] = []
+        self.results: list[StepResult] = []
+        self.outcome: Outcome | None = None
+        self.stopped_at: int | None = None
+        self.stopped_by: str | None = None
+        self.cut_off = False
+        self.model_calls = 0
+
+    def record(self, step: Step, verdicts: tuple[Verdict, ...]) -> str:
+        """Record a step and its verdicts; a stop or a fail ends the run there (as replay decides)."""
+        action = combine(verdicts)
+        tool = step.call.tool if step.call is not None else None
+        self.steps.append(step)
+        self.results.append(StepResult(step.index, step.kind, tool, action, verdicts))
+        if action in ("stop", "fail"):
+            ender = next(v for v in verdicts if v.action == action)
+            if action == "fail":
+                self.outcome = "failed"
+            else:
+                self.outcome = "exhausted" if ender.data.get("outcome") == "exhausted" else "stopped"
+            self.stopped_at, self.stopped_by = step.index, ender.engine
+        return action
+
+    def ended(self) -> bool:
+        return self.outcome is not None
+
+    def unreached(self, step: Step) -> None:
+        assert step.call is not None
+        self.steps.append(step)
+        self.results.append(StepResult(step.index, step.kind, step.call.tool, "not_reached"))
