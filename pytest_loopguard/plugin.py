@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from . import fixtures, sim_fixtures
+from .engines import registry
 from .errors import LoopguardError, LoopguardWarning, PolicyError, TraceError
 from .expect import Mismatch, check
 from .model import ReplayResult, RunExpect, Step, StepExpect, StepResult, Trace
@@ -111,6 +112,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
+    # Import the built-in engines now: the registry caches their classes, and a module imported later (inside
+    # a pytester run, which restores sys.modules afterwards) would lose the globals its settings' hints need.
+    registry()
     policy: str | None = config.getoption("loopguard_policy", None)
     if policy is not None:
         try:

@@ -1,0 +1,184 @@
+"""Trace files as pytest items: collection, passing and failing traces, collection errors, warnings."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+# Under `default`, identical calls: the 3rd and 4th warn, the 5th blocks (PRESETS.md, default: warn 3 / block 5).
+FIVE_CLICKS = """\
+loopguard: 1
+name: {name}
+policy: default
+strict: true
+steps:
+  - {{tool: browser_click, args: {{index: 4}}}}
+  - {{tool: browser_click, args: {{index: 4}}}}
+  - {{tool: browser_click, args: {{index: 4}}, expect: {{action: warn, reason: loop_guard.consecutive_warning}}}}
+  - {{tool: browser_click, args: {{index: 4}}, expect: {step3}}}
+  - {{tool: browser_click, args: {{index: 4}}, expect: {{action: block, reason: loop_guard.consecutive_block}}}}
+  - {{tool: browser_type, args: {{index: 2, text: hi}}}}
+expect: {{outcome: {outcome}, counts: {{warn: 2, block: 1}}}}
+"""
+
+
+def write(pytester: pytest.Pytester, relpath: str, text: str) -> None:
+    path = pytester.path / relpath
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeini("[pytest]\n")
+    return pytester
+
+
+def test_a_trace_whose_expectations_hold_passes(project: pytest.Pytester) -> None:
+    write(project, "traces/loops/clicks.yaml", FIVE_CLICKS.format(name="clicks", step3="warn", outcome="incomplete"))
+    result = project.runpytest("-v")
+    result.stdout.fnmatch_lines(
+        ["traces/loops/clicks.yaml::clicks PASSED*", "loopguard: 1 traces replayed, 0 mismatched"]
+    )
+    result.assert_outcomes(passed=1)
+
+
+def test_a_failing_trace_shows_the_mismatch_table_without_a_traceback(project: pytest.Pytester) -> None:
+    # Step 3 really warns (4th identical call); expecting block there, and a stopped run, must fail.
+    write(project, "traces/clicks.yaml", FIVE_CLICKS.format(name="clicks-wrong", step3="block", outcome="stopped"))
+    result = project.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*trace clicks-wrong*",
+            "traces/clicks.yaml: trace clicks-wrong under default: incomplete: 2 mismatches",
+            "*step*call*expected*got*engine*reason*message*",
+            "*1*browser_click {\"index\":4}*allow*",
+            ">*3*browser_click {\"index\":4}*block*warn*loop_guard*loop_guard.consecutive_warning*",
+            "*5*browser_type*allow*",
+            "run: outcome: expected 'stopped', got 'incomplete'",
+            "loopguard: 1 traces replayed, 1 mismatched",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+    assert "plugin.py" not in result.stdout.str()
+
+
+def test_a_strict_trace_fails_on_an_unannotated_intervention(project: pytest.Pytester) -> None:
+    write(
+        project,
+        "traces/strict.yaml",
+        """\
+        loopguard: 1
+        name: strict-unannotated
+        policy: default
+        strict: true
+        steps:
+          - {tool: grep, args: {q: x}}
+          - {tool: grep, args: {q: x}}
+          - {tool: grep, args: {q: x}}
+        """,
+    )
+    result = project.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([">*2*grep*allow (strict)*warn*loop_guard.consecutive_warning*"])
+
+
+def test_a_malformed_trace_file_is_a_one_line_collection_error(project: pytest.Pytester) -> None:
+    write(
+        project,
+        "traces/bad.yaml",
+        """\
+        loopguard: 1
+        name: bad
+        policy: default
+        steps:
+          - {tool: browser_click}
+          - tool: browser_click
+            reslt: {ok: true}
+        """,
+    )
+    result = project.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["traces/bad.yaml:7: step 1: field 'reslt': unknown key 'reslt'; expected one of args, expect, result, t, tool"]
+    )
+    assert "Traceback" not in result.stdout.str()
+    assert "TraceError" not in result.stdout.str()
+
+
+def test_an_unknown_policy_in_a_trace_is_a_collection_error(project: pytest.Pytester) -> None:
+    write(project, "traces/p.yaml", "loopguard: 1\nname: p\npolicy: nosuchpreset\nsteps: []\n")
+    result = project.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["traces/p.yaml:3: field 'policy': *unknown preset 'nosuchpreset'*"])
+
+
+def test_every_trace_of_a_multi_document_file_is_an_item(project: pytest.Pytester) -> None:
+    write(
+        project,
+        "traces/many.yaml",
+        """\
+        loopguard: 1
+        name: first
+        steps: [{tool: a}]
+        ---
+        loopguard: 1
+        name: second
+        steps: [{tool: b}]
+        """,
+    )
+    result = project.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["traces/many.yaml::first", "traces/many.yaml::second"])
+
+
+def test_reportinfo_names_the_trace_and_its_first_line(project: pytest.Pytester) -> None:
+    write(
+        project,
+        "traces/many.yaml",
+        "loopguard: 1\nname: first\nsteps: [{tool: a}]\n---\nloopguard: 1\nname: second\nsteps: [{tool: b}]\n",
+    )
+    items, _ = project.inline_genitems()
+    assert [item.reportinfo() for item in items] == [
+        (project.path / "traces/many.yaml", 0, "trace first"),
+        (project.path / "traces/many.yaml", 4, "trace second"),
+    ]
+
+
+def test_duplicate_names_in_one_file_are_a_collection_error(project: pytest.Pytester) -> None:
+    write(project, "traces/dup.yaml", "loopguard: 1\nname: same\nsteps: []\n---\nloopguard: 1\nname: same\nsteps: []\n")
+    result = project.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["traces/dup.yaml: field 'name': duplicate trace name 'same' in one file"])
+
+
+def test_only_files_under_loopguard_paths_are_collected(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nloopguard_paths =\n    corpus\n")
+    write(pytester, "corpus/a.json", '{"loopguard": 1, "name": "in-corpus", "steps": [{"tool": "a"}]}')
+    write(pytester, "traces/b.yaml", "loopguard: 1\nname: not-collected\nsteps: []\n")
+    write(pytester, "data/c.yaml", "just: data\n")
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["corpus/a.json::in-corpus", "1 test collected*"])
+    assert "not-collected" not in result.stdout.str()
+
+
+def test_a_torn_jsonl_line_is_a_pytest_warning_not_a_failure(project: pytest.Pytester) -> None:
+    write(
+        project,
+        "traces/rec.jsonl",
+        '{"loopguard": 1, "name": "recorded", "policy": "default"}\n{"tool": "a"}\n{"tool": "b", "res',
+    )
+    result = project.runpytest("-W", "default")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*LoopguardWarning*traces/rec.jsonl:3: torn last line ignored*"])
+
+
+def test_an_unusable_loopguard_policy_is_a_usage_error(project: pytest.Pytester) -> None:
+    # Checked once at configure time, so a typo does not turn every trace into the same failure.
+    write(project, "traces/a.yaml", "loopguard: 1\nname: a\nsteps: [{tool: a}]\n")
+    result = project.runpytest("--loopguard-policy", "missing.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --loopguard-policy: *policy file 'missing.yaml' not found"])
