@@ -127,8 +127,7 @@ class ReadTracker(Engine):
         if kind == "search":
             return self._count_streak(0 if self.settings.shared_streak else 1, self._search_key(call.args),
                                       "search", call.args.get("path", self.settings.search_path_default))
-        self._last[0] = self._last[1] = None
-        self._count[0] = self._count[1] = 0
+        self._count[0] = self._count[1] = 0  # the next read or search starts a new streak
         return None
 
     @hookimpl
@@ -159,8 +158,6 @@ class ReadTracker(Engine):
             self._fresh.pop(region, None)
 
     def _count_streak(self, streak: int, key: Hashable, what: str, path: Any) -> Verdict | None:
-        if self.settings.shared_streak:
-            streak = 0
         if self._last[streak] == key:
             self._count[streak] += 1
         else:

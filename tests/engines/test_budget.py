@@ -244,6 +244,12 @@ def test_near_ratio_is_a_setting() -> None:
     assert [i + 1 for i in range(10) if reasons(click(g)) == ["budget.near"]] == [5]
 
 
+def test_near_threshold_is_not_pushed_up_by_float_error() -> None:
+    # 0.28 × 25 is 7.000000000000001 in floats; the threshold is still 7
+    g = budget_guard(near_ratio=0.28, max_consecutive_same_tool=25)
+    assert [i + 1 for i in range(25) if reasons(click(g)) == ["budget.near"]] == [7]
+
+
 def test_near_is_once_per_streak() -> None:
     g = budget_guard()
     first = [reasons(click(g)) for _ in range(5)]

@@ -95,6 +95,18 @@ def test_thresholds_come_from_settings() -> None:
     assert [read(g).action for _ in range(3)] == ["allow", "warn", "block"]
 
 
+def test_warn_only_at_warn_at_then_nothing_until_block_at() -> None:
+    g = tracker_guard("hermes", warn_at=2, block_at=5)
+    assert [read(g).action for _ in range(6)] == ["allow", "warn", "allow", "allow", "block", "block"]
+
+
+def test_a_streak_after_a_reset_starts_at_1_even_for_the_same_key() -> None:
+    g = tracker_guard("hermes", warn_at=2, block_at=3)
+    read(g)
+    call(g, "terminal", command="ls")
+    assert [read(g).action for _ in range(3)] == ["allow", "warn", "block"]
+
+
 def test_read_key_defaults_offset_1_limit_500() -> None:
     g = tracker_guard("hermes")
     read(g)
