@@ -278,6 +278,7 @@ def test_action_identity_normalisation() -> None:
     assert not same(of("click", {"index": 3}), of("click", {"index": 4}))
     assert same(of("input", {"index": 1, "text": "  Hello "}), of("input", {"index": 1, "text": "hello"}))
     assert not same(of("input", {"index": 1, "text": "hello"}), of("input", {"index": 2, "text": "hello"}))
+    assert not same(of("input", {"index": 1, "text": "hello"}), of("input", {"index": 1, "text": "bye"}))
     assert same(of("navigate", {"url": "https://a.example", "new_tab": True}), of("navigate", {"url": "https://a.example"}))
     assert same(of("search", {"query": "Cheap, FLIGHTS: berlin berlin!"}),
                 of("search", {"query": "berlin cheap flights", "engine": "google"}))
@@ -344,6 +345,8 @@ def test_window_top_count_matches_a_recount(indexes: list[int], window: int) -> 
         play_turn(guard, [(ToolCall.of("click", {"index": i}), OK)])
         recent.append(i)
         assert engine.top_count == max(Counter(recent).values())
+        # identities that left the window are forgotten: memory stays bounded by the window
+        assert len(engine._identity_counts) == len(set(recent))
 
 
 # ---- guardrails (hermes-current) ----------------------------------------------------------------------
