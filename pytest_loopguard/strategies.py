@@ -15,6 +15,7 @@ distinct calls; `save_trace` writes it to the corpus, where it runs as a test fr
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -214,6 +215,11 @@ def save_trace(trace: Trace, path: str | Path, *, name: str | None = None, descr
 
 
 # ---- runs of calls -----------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def _any_call() -> SearchStrategy[ToolCall]:
+    return tool_calls()
+
+
 @st.composite
 def identical_runs(
     draw: DrawFn,
@@ -225,12 +231,14 @@ def identical_runs(
     name: str = "identical-run",
 ) -> Trace:
     """A run of n identical calls (n drawn). Results carry no text, so outcome rules stay quiet."""
-    the_call = draw(tool_calls()) if call is None else call if isinstance(call, ToolCall) else draw(call)
+    the_call = draw(_any_call()) if call is None else call if isinstance(call, ToolCall) else draw(call)
     n = draw(st.integers(min_value=min_size, max_value=max_size))
     return build_trace([the_call] * n, policy=policy, name=name)
 
 
-def _distinct_calls(tools: Sequence[str] | None, min_size: int, max_size: int) -> SearchStrategy[list[ToolCall]]:
+@functools.lru_cache(maxsize=64)
+def _distinct_calls(tools: tuple[str, ...] | None, min_size: int, max_size: int) -> SearchStrategy[list[ToolCall]]:
+    # cached: building a strategy inside every draw costs more than the draw itself
     return st.lists(
         tool_calls(tools), min_size=min_size, max_size=max_size, unique_by=lambda c: c.fingerprint
     )
@@ -252,7 +260,7 @@ def interleaved_traces(
     Each next call is the pool entry a drawn non-zero offset away from the previous one, so no two
     neighbours are equal (canonically, hence also as written); it shrinks towards A, B, A, B...
     """
-    pool = draw(_distinct_calls(tools, 2, max(2, distinct)))
+    pool = draw(_distinct_calls(tuple(tools) if tools else None, 2, max(2, distinct)))
     k = len(pool)
     position = draw(st.integers(min_value=0, max_value=k - 1))
     offsets = draw(st.lists(st.integers(min_value=1, max_value=k - 1), min_size=min_size - 1, max_size=max_size - 1))
@@ -426,9 +434,7 @@ def steps(
     return st.one_of(*(by_kind[k] for k in kinds))
 
 
-@st.composite
 def traces(
-    draw: DrawFn,
     policy: str | Mapping[str, Any] | Policy | SearchStrategy[str] | None = None,
     *,
     kinds: Sequence[str] = ("tool", "llm", "phase", "message", "done"),
@@ -436,20 +442,21 @@ def traces(
     max_steps: int = 15,
     unicode: bool = True,
     expectations: bool = True,
-) -> Trace:
+) -> SearchStrategy[Trace]:
     """A whole trace with header fields (tags, task, context, strict, run expectations) and steps of any
     `kinds`. `policy` defaults to a drawn preset name."""
+    # strategies are built once here, not per draw: building and validating them dominates generation
     text = st.text(max_size=20) if unicode else _WORDS
-    spec: str | Mapping[str, Any] | Policy | None
+    specs: SearchStrategy[Any]
     if policy is None:
-        spec = draw(st.sampled_from(preset_names()))
+        specs = st.sampled_from(preset_names())
     elif isinstance(policy, SearchStrategy):
-        spec = draw(policy)
+        specs = policy
     else:
-        spec = policy
-    drawn = draw(st.lists(steps(kinds=kinds, unicode=unicode, expectations=expectations),
-                          min_size=min_steps, max_size=max_steps))
-    task = draw(st.none() | st.builds(
+        specs = st.just(policy)
+    step_lists = st.lists(steps(kinds=kinds, unicode=unicode, expectations=expectations),
+                          min_size=min_steps, max_size=max_steps)
+    tasks = st.none() | st.builds(
         Task,
         objective=text,
         phase=st.sampled_from(PHASES),
@@ -458,22 +465,30 @@ def traces(
             st.integers(min_value=1, max_value=20),
             max_size=2,
         ),
-    ))
-    run_expect = draw(st.none() | st.builds(
-        RunExpect,
-        outcome=st.none() | st.sampled_from(OUTCOMES),
-        stopped_by=st.none() | st.sampled_from(("loop_guard", "failure_tracker", "context")),
-        stopped_at=st.none() | st.integers(min_value=0, max_value=50),
-        counts=st.none() | st.dictionaries(st.sampled_from(STEP_ACTIONS), st.integers(0, 20), max_size=3),
-    )) if expectations else None
-    return build_trace(
-        drawn,
-        policy=spec,
-        name=draw(st.text(alphabet="abcdefghijklmnopqrstuvwxyz-0123456789", min_size=1, max_size=20)),
-        description=draw(text),
-        tags=tuple(draw(st.lists(_WORDS.filter(bool), max_size=3))),
-        task=task,
-        context=draw(st.just({}) | st.builds(lambda w: {"window_tokens": w}, st.integers(1, 200000))),
-        strict=draw(st.booleans()),
-        expect=run_expect,
+    )
+    run_expects: SearchStrategy[RunExpect | None] = st.none()
+    if expectations:
+        run_expects = st.none() | st.builds(
+            RunExpect,
+            outcome=st.none() | st.sampled_from(OUTCOMES),
+            stopped_by=st.none() | st.sampled_from(("loop_guard", "failure_tracker", "context")),
+            stopped_at=st.none() | st.integers(min_value=0, max_value=50),
+            counts=st.none() | st.dictionaries(st.sampled_from(STEP_ACTIONS), st.integers(0, 20), max_size=3),
+        )
+    names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-0123456789", min_size=1, max_size=20)
+    tags = st.lists(_WORDS.filter(bool), max_size=3).map(tuple)
+    contexts: SearchStrategy[dict[str, Any]] = st.just({}) | st.builds(
+        lambda w: {"window_tokens": w}, st.integers(1, 200000)
+    )
+    return st.builds(
+        lambda spec, drawn, name, **header: build_trace(drawn, policy=spec, name=name, **header),
+        specs,
+        step_lists,
+        names,
+        description=text,
+        tags=tags,
+        task=tasks,
+        context=contexts,
+        strict=st.booleans(),
+        expect=run_expects,
     )

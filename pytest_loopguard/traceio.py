@@ -436,7 +436,9 @@ def _reject_constant(name: str) -> Any:
 
 
 def _loads_jsonl(text: str, path: str | None) -> Trace:
-    lines = text.splitlines()
+    # only "\n" ends a JSONL record: str.splitlines() would also split on U+0085, U+2028 and the like,
+    # which JSON strings may hold raw (dumps writes them unescaped)
+    lines = text.split("\n")
     numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
     if not numbered:
         raise TraceError("the file holds no trace (expected a header line)", file=path, line=1)
