@@ -1,0 +1,117 @@
+"""`--loopguard-update`: expectations rewritten to the observed verdicts, like snapshot testing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_loopguard import load, replay
+from pytest_loopguard.model import RunExpect, StepExpect
+from pytest_loopguard.plugin import observed_trace
+from pytest_loopguard.traceio import trace_from_mapping
+
+pytest_plugins = ["pytester"]
+
+# Under `default`, identical calls: the 3rd and 4th warn, the 5th blocks (warn 3 / block 5).
+WRONG = """\
+loopguard: 1
+name: update-wrong
+policy: default
+steps:
+  - {tool: browser_click, args: {index: 1}, expect: warn}
+  - {tool: browser_click, args: {index: 1}}
+  - {tool: browser_click, args: {index: 1}, expect: allow}
+  - {tool: browser_click, args: {index: 1}, expect: {action: block, reason: loop_guard.consecutive_block}}
+  - {tool: browser_click, args: {index: 1}}
+expect: {outcome: completed}
+"""
+
+RIGHT = """\
+# comments survive: a passing trace is not rewritten
+loopguard: 1
+name: update-right
+policy: default
+steps:
+  - {tool: grep, args: {q: x}}
+expect: {outcome: incomplete}
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeini("[pytest]\n")
+    (pytester.path / "traces").mkdir()
+    (pytester.path / "traces" / "wrong.yaml").write_text(WRONG, encoding="utf-8")
+    (pytester.path / "traces" / "right.yaml").write_text(RIGHT, encoding="utf-8")
+    return pytester
+
+
+def test_update_rewrites_mismatching_traces_and_they_pass_afterwards(project: pytest.Pytester) -> None:
+    result = project.runpytest("--loopguard-update")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["loopguard: updated 1 trace files: traces/wrong.yaml"])
+    trace = load(project.path / "traces" / "wrong.yaml")
+    assert [s.expect for s in trace.steps] == [
+        None,  # observed allow: the wrong `warn` is dropped
+        None,
+        StepExpect("warn"),  # a bare action stays a bare action
+        StepExpect("warn", engine="loop_guard", reason="loop_guard.consecutive_warning", short=False),
+        StepExpect("block", engine="loop_guard", reason="loop_guard.consecutive_block", short=False),
+    ]
+    assert trace.expect == RunExpect(outcome="incomplete", counts={"warn": 2, "block": 1})
+    assert (project.path / "traces" / "right.yaml").read_text(encoding="utf-8") == RIGHT
+    project.runpytest().assert_outcomes(passed=2)
+
+
+def test_without_update_nothing_is_written(project: pytest.Pytester) -> None:
+    project.runpytest().assert_outcomes(passed=1, failed=1)
+    assert (project.path / "traces" / "wrong.yaml").read_text(encoding="utf-8") == WRONG
+
+
+def test_update_fills_in_a_trace_without_expectations(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    (pytester.path / "traces").mkdir()
+    path = pytester.path / "traces" / "rec.jsonl"
+    lines = [{"loopguard": 1, "name": "update-jsonl", "policy": "default"}] + [{"tool": "grep", "args": {"q": 1}}] * 3
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    pytester.runpytest("--loopguard-update").assert_outcomes(passed=1)
+    trace = load(path)
+    # No expectation was written: the new one names the deciding verdict.
+    warning = StepExpect("warn", engine="loop_guard", reason="loop_guard.consecutive_warning", short=False)
+    assert [s.expect for s in trace.steps] == [None, None, warning]
+    assert trace.expect == RunExpect(outcome="incomplete", counts={"warn": 1})
+
+
+def test_update_refuses_a_file_with_several_traces(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    (pytester.path / "traces").mkdir()
+    text = (
+        "loopguard: 1\nname: a\nsteps: [{tool: a, expect: warn}]\n---\n"
+        "loopguard: 1\nname: b\nsteps: [{tool: b}]\nexpect: {outcome: incomplete}\n"
+    )
+    (pytester.path / "traces" / "two.yaml").write_text(text, encoding="utf-8")
+    result = pytester.runpytest("--loopguard-update")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        ["traces/two.yaml: trace a: traces/two.yaml: --loopguard-update is not supported for files holding several*"]
+    )
+    assert "Traceback" not in result.stdout.str()
+    assert (pytester.path / "traces" / "two.yaml").read_text(encoding="utf-8") == text
+
+
+def test_observed_trace_records_a_stop() -> None:
+    # failure_tracker under default: a turn whose calls all failed counts; at 3 the agent is told to finish
+    # (warn, force_done), and the next non-done call stops the run (PRESETS.md, default).
+    steps = [{"tool": "browser_click", "args": {"index": i}, "result": {"error": "gone"}} for i in range(4)]
+    trace = trace_from_mapping({"loopguard": 1, "name": "u", "policy": "default", "steps": steps})
+    updated = observed_trace(trace, replay(trace))
+    assert updated.expect == RunExpect(
+        outcome="stopped",
+        stopped_by="failure_tracker",
+        stopped_at=3,
+        counts={"warn": 1, "stop": 1},
+        has_stopped_by=True,
+        has_stopped_at=True,
+    )
+    assert [s.expect.action if s.expect else None for s in updated.steps] == [None, None, "warn", "stop"]
