@@ -225,12 +225,14 @@ def test_recorded_input_tokens_raise_the_estimate() -> None:
 def test_recorded_input_tokens_minus_what_compaction_removed() -> None:
     g = guard("claw-code", window=1000)
     four_turns(g)
-    first = only(model_call(g, output_tokens=10, input_tokens=900))
+    first = only(model_call(g, output_tokens=10, input_tokens=850))
     removed = first.data["tokens_before"] - first.data["tokens_after"]
-    # the recorded run did not compact: its next prompt is 900 + 10; ours is that minus what we removed
-    nxt = model_call(g, output_tokens=10, input_tokens=910)
-    assert none_from(nxt)
-    assert 910 - removed < 800
+    assert removed > 150
+    turn(g, "shell", 1, cmd="a")
+    turn(g, "shell", 1, cmd="b")
+    # the recorded run did not compact: its prompt is now 950; ours is that minus what we removed
+    assert none_from(model_call(g, output_tokens=10, input_tokens=950))
+    assert only(model_call(g, output_tokens=10, input_tokens=800 + removed)).reason == "context.compact"
 
 
 def test_spacebot_compaction_drops_the_oldest_half_and_keeps_two() -> None:
@@ -268,13 +270,14 @@ def test_a_second_compaction_folds_the_first_summary() -> None:
 
 
 def test_without_pre_prompt_checks_compaction_waits_for_a_segment_boundary() -> None:
-    policy = {"preset": "claw-code", "context": {"pre_prompt_check": False, "turns_per_segment": 3}}
+    policy = {"preset": "claw-code", "context": {"pre_prompt_check": False, "turns_per_segment": 4}}
     g = guard(policy, window=100)
-    for i in range(2):
+    for i in range(3):
         turn(g, "shell", 200, cmd=str(i))
-    assert none_from(model_call(g, [ToolCall.of("shell", {"cmd": "2"})], output_tokens=10))  # 2 turns
-    tool_call(g, ToolCall.of("shell", {"cmd": "2"}), ToolResult(tokens=200))
-    v = only(model_call(g, output_tokens=10))  # 3 turns done: a segment boundary
+    # 3 turns done, 630 tokens over a threshold of 80, 6 entries: compactable, but not a boundary
+    assert none_from(model_call(g, [ToolCall.of("shell", {"cmd": "3"})], output_tokens=10))
+    tool_call(g, ToolCall.of("shell", {"cmd": "3"}), ToolResult(tokens=200))
+    v = only(model_call(g, output_tokens=10))  # 4 turns done: a segment boundary
     assert v.reason == "context.compact" and v.data["trigger"] == "segment"
 
 
@@ -578,6 +581,10 @@ def test_prompt_view_running_total_follows_every_rewrite() -> None:
     assert view.tokens() == 10 + 2 + 1 + 7
     view.replace(1, b.with_text("p" * 4))
     assert view.tokens() == 10 + 1 + 1 + 7
+    view.replace_entries([c])
+    assert view.tokens() == 7
+    view.replace_entries([c, a, a, c])  # as long as before: recounted from the new entries
+    assert view.tokens() == 7 + 10 + 10 + 7
     view.replace_entries([c])
     assert view.tokens() == 7
     view.entries.pop()  # cut behind its back: recounted, not wrong
