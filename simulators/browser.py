@@ -54,6 +54,7 @@ class _Tab:
     load: int = 0  # navigations so far: element indices belong to one load
     snapshot_load: int | None = None  # the load the latest snapshot was taken of
     polls: int = 0  # snapshots of the current load
+    clicks: int = 0  # clicks and typing on the current load: the page's state changes with them
 
 
 _PAGE_KEYS: Final = ("title", "elements", "ready_after", "snapshot_chars", "progress")
@@ -187,6 +188,8 @@ class FakeBrowser:
         if self._ready(tab, page):
             lines.append('  - status "Ready"')
             lines.extend(f'  - {e.role} "{e.name}" [index={e.index}]' for e in page.elements)
+            if tab.clicks:
+                lines.append(f'  - log "{tab.clicks} interactions so far"')
         elif page.progress:
             lines.append(f'  - status "Loading… {100 * tab.polls // page.ready_after}%" [busy]')
         else:
@@ -201,13 +204,16 @@ class FakeBrowser:
         if found.href is not None:
             self._load(self.tab, found.href)
             return ToolResult(text=f"Clicked {found.role} '{found.name}'; navigated to {found.href}.")
-        return ToolResult(text=f"Clicked {found.role} '{found.name}'.")
+        self.tab.clicks += 1
+        return ToolResult(text=f"Clicked {found.role} '{found.name}' (interaction {self.tab.clicks} on this page).")
 
     def type(self, index: Any, text: str) -> ToolResult:
         found = self._element(index, "type into")
         if isinstance(found, ToolResult):
             return found
-        return ToolResult(text=f"Typed '{text}' into {found.role} '{found.name}'.")
+        self.tab.clicks += 1
+        return ToolResult(text=f"Typed '{text}' into {found.role} '{found.name}' "
+                               f"(interaction {self.tab.clicks} on this page).")
 
     def tab_list(self) -> ToolResult:
         lines = []
@@ -249,6 +255,7 @@ class FakeBrowser:
         tab.history.append(url)
         tab.load += 1
         tab.polls = 0
+        tab.clicks = 0
 
     def _element(self, index: Any, verb: str) -> Element | ToolResult:
         tab = self.tab

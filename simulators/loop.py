@@ -15,7 +15,7 @@ passes between steps only (model and tool latency), so every step's `t` is the c
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, final
 
 from pytest_loopguard.conversation import PromptView, Transcript
@@ -27,6 +27,7 @@ from pytest_loopguard.model import (
     ReplayResult,
     RunExpect,
     Step,
+    StepExpect,
     StepResult,
     Task,
     ToolCall,
@@ -82,6 +83,7 @@ class AgentLoop:
         recorded_policy: str | Mapping[str, Any] | None = None,
         policy_name: str | None = None,
         path: str | None = None,
+        step_expects: Mapping[int, StepExpect] | None = None,
     ) -> None:
         if max_turns < 1:
             raise ValueError("max_turns must be ≥ 1")
@@ -106,6 +108,7 @@ class AgentLoop:
         self.recorded_policy = recorded_policy
         self.policy_name = policy_name
         self.path = path
+        self.step_expects = dict(step_expects or {})  # expectations on recorded steps, by index
         self._changed: Callable[[ToolCall], bool] | None = getattr(tools, "changed", None)
 
     def run(self) -> Simulation:
@@ -201,9 +204,13 @@ class AgentLoop:
         policy = self.recorded_policy
         if policy is None:
             policy = self.policy_spec if isinstance(self.policy_spec, (str, Mapping)) else self.policy_spec.name
+        steps = tuple(run.steps)
+        if self.step_expects:
+            steps = tuple(replace(s, expect=self.step_expects[s.index]) if s.index in self.step_expects else s
+                          for s in steps)
         return Trace(
             name=self.name,
-            steps=tuple(run.steps),
+            steps=steps,
             description=self.description,
             source=source,
             policy=policy,

@@ -4,8 +4,9 @@
     expect.check(result)                                                     # the scenario's expectations
 
 The environment (`env.files`, `env.browser`), the agent (`agent.behaviour` with its parameters, or
-`agent.script`), `seed`, `max_turns`, `policy`, `context`, `task` and the run `expect` come from the
-trace; malformed ones raise ScenarioError naming the file and the field.
+`agent.script`), `seed`, `max_turns`, `policy`, `context`, `task`, the run `expect` and expectations on
+recorded steps (`x-expect-steps`) come from the trace; malformed ones raise ScenarioError naming the file
+and the field.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pytest_loopguard.errors import ScenarioError
-from pytest_loopguard.model import ToolCall, Trace
+from pytest_loopguard.errors import ScenarioError, TraceError
+from pytest_loopguard.model import StepExpect, ToolCall, Trace
 from pytest_loopguard.replay import policy_for
 from pytest_loopguard.runtime import Clock
+from pytest_loopguard.traceio import trace_from_mapping
 
 from .browser import FakeBrowser, Page, parse_pages
 from .files import FakeFiles
@@ -78,9 +80,32 @@ def build(trace: Trace, policy: Any = None) -> AgentLoop:
         recorded_policy=spec if isinstance(spec, (str, Mapping)) else name,
         policy_name=name,
         path=trace.path,
+        step_expects=_step_expects(trace.extensions.get("x-expect-steps")),
         llm_latency_ms=llm_latency,
         tool_latency_ms=tool_latency,
     )
+
+
+def _step_expects(raw: Any) -> dict[int, StepExpect]:
+    """`x-expect-steps: {INDEX: ACTION | {action, engine, reason, message, data}}`: expectations on the
+    recorded steps (a scenario has no steps of its own to carry them)."""
+    if raw is None:
+        return {}
+    field = "x-expect-steps"
+    if not isinstance(raw, Mapping):
+        raise ScenarioError("expected a mapping {step index: expectation}", field=field)
+    out: dict[int, StepExpect] = {}
+    for index, value in raw.items():
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise ScenarioError(f"expected a step index ≥ 0, got {index!r}", field=field)
+        try:
+            step = trace_from_mapping({"loopguard": 1, "name": "x", "steps": [{"done": {}, "expect": value}]})
+        except TraceError as exc:
+            raise ScenarioError(exc.problem, field=f"{field}.{index}") from None
+        expect = step.steps[0].expect
+        assert expect is not None
+        out[index] = expect
+    return out
 
 
 def _count(value: Any, field: str, minimum: int = 1) -> int:
@@ -94,10 +119,13 @@ def _env(env: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, Page], str |
     if unknown:
         raise ScenarioError(f"unknown key(s) {sorted(unknown)}; expected {', '.join(ENV_KEYS)}", field="env")
     files_raw = env.get("files") or {}
-    if not isinstance(files_raw, Mapping) or not all(
-        isinstance(p, str) and isinstance(t, str) for p, t in files_raw.items()
-    ):
-        raise ScenarioError("expected a mapping {path: text}", field="env.files")
+    if not isinstance(files_raw, Mapping):
+        raise ScenarioError("expected a mapping {path: text | {lines: N, width: W}}", field="env.files")
+    files = {}
+    for path, spec in files_raw.items():
+        if not isinstance(path, str) or not path:
+            raise ScenarioError("a file is keyed by its path", field="env.files")
+        files[path] = _file_text(path, spec, f"env.files.{path}")
     browser = env.get("browser") or {}
     if not isinstance(browser, Mapping):
         raise ScenarioError("expected a mapping {pages, start}", field="env.browser")
@@ -109,7 +137,18 @@ def _env(env: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, Page], str |
     start = browser.get("start")
     if start is not None and start not in pages:
         raise ScenarioError(f"start page {start!r} is not a defined page", field="env.browser.start")
-    return dict(files_raw), pages, start
+    return files, pages, start
+
+
+def _file_text(path: str, spec: Any, field: str) -> str:
+    """A file's text as written, or `{lines: N, width: W}`: N generated lines of W characters."""
+    if isinstance(spec, str):
+        return spec
+    if not isinstance(spec, Mapping) or set(spec) - {"lines", "width"} or "lines" not in spec:
+        raise ScenarioError("expected the file's text or {lines: N, width: W}", field=field)
+    lines = _count(spec["lines"], f"{field}.lines")
+    width = _count(spec.get("width", 40), f"{field}.width")
+    return "\n".join(f"# {path} line {n}: ".ljust(width, "x")[:width] for n in range(1, lines + 1)) + "\n"
 
 
 def _model(agent: Mapping[str, Any], trace: Trace, pages: Mapping[str, Page], files: Mapping[str, str]) -> FakeLLM:
