@@ -107,6 +107,11 @@ def test_explicit_argument_beats_the_marker(loopguard):
     assert actions(loopguard.replay(CALLS, policy="default", loop_guard={"warn_at": 2})) == ["allow", "warn"]
 
 
+@pytest.mark.loopguard(policy="spacebot-channel", loop_guard={"warn_at": 1})
+def test_explicit_argument_replaces_the_marker_and_its_overrides(loopguard):
+    assert actions(loopguard.replay(CALLS, policy="default")) == ["allow", "allow"]
+
+
 @pytest.mark.loopguard(loop_guard={"warn_at": 1})
 def test_call_overrides_merge_with_the_marker(loopguard):
     assert actions(loopguard.replay(CALLS, loop_guard={"block_at": 2})) == ["warn", "block"]
@@ -117,7 +122,7 @@ def test_marker_sets_the_fixture_policy(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\n")
     pytester.makepyfile(test_marker=MARKER_TESTS)
     result = pytester.runpytest("--strict-markers")
-    result.assert_outcomes(passed=5)
+    result.assert_outcomes(passed=6)
 
 
 OPTION_TESTS = """\
