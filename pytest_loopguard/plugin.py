@@ -33,6 +33,7 @@ MARKER: Final = (
 )
 ENTRY_KEY: Final = "loopguard"  # user_properties name of a trace's report entry
 UPDATED_KEY: Final = "loopguard-updated"  # user_properties name of a trace file rewritten by --loopguard-update
+SCENARIO_STEP_EXPECTS: Final = "x-expect-steps"  # a scenario's expectations on its recorded steps
 
 
 @dataclasses.dataclass(slots=True)
@@ -225,6 +226,12 @@ class TraceItem(pytest.Item):
                 f"{_display_path(self.path, self.config.rootpath)}: --loopguard-update is not supported for "
                 "files holding several traces; split the file or edit its expectations by hand"
             )
+        if self.trace.mode == "simulate" and fmt != "yaml":
+            # JSON keys are strings, and a scenario's `x-expect-steps` is keyed by step index.
+            raise LoopguardError(
+                f"{_display_path(self.path, self.config.rootpath)}: --loopguard-update rewrites scenarios "
+                "only in YAML files"
+            )
         updated = observed_trace(self.trace, result)
         self.path.write_text(dumps(updated, fmt), encoding="utf-8")
         self.user_properties.append((UPDATED_KEY, _display_path(self.path, self.config.rootpath)))
@@ -234,6 +241,8 @@ class TraceItem(pytest.Item):
         where = _display_path(self.path, self.config.rootpath)
         if isinstance(error, TraceMismatch):
             return f"{where}: {error}\n{mismatch_table(error.result, error.mismatches)}"
+        if isinstance(error, TraceError):  # e.g. a malformed scenario, found when it runs
+            return f"trace {self.trace.name}: {_relocated(error, self.path, self.config.rootpath)}"
         if isinstance(error, LoopguardError):
             return f"{where}: trace {self.trace.name}: {error}"
         return str(super().repr_failure(excinfo))
@@ -273,8 +282,8 @@ def observed_trace(trace: Trace, result: ReplayResult) -> Trace:
 
     Non-allow steps get an expectation (a bare action where the trace wrote one, else the action with the
     deciding verdict's engine and reason); allow steps lose theirs. The run expectation records outcome,
-    stopped_by/stopped_at and the non-allow counts. A scenario (`mode: simulate`) keeps its steps and only
-    gets the run expectation.
+    stopped_by/stopped_at and the non-allow counts. A scenario (`mode: simulate`) has no steps of its own: its
+    expectations on the recorded steps (`x-expect-steps`) are rewritten the same way.
     """
     counts = {a: n for a, n in result.counts().items() if a not in ("allow", "not_reached")}
     run = RunExpect(
@@ -286,9 +295,21 @@ def observed_trace(trace: Trace, result: ReplayResult) -> Trace:
         has_stopped_at=result.stopped_at is not None,
     )
     if trace.mode == "simulate":
-        return dataclasses.replace(trace, expect=run)
+        recorded = (_observed_step(step, got) for step, got in zip(result.trace.steps, result.steps, strict=True))
+        step_expects = {step.index: _expect_value(step.expect) for step in recorded if step.expect is not None}
+        extensions = {k: v for k, v in trace.extensions.items() if k != SCENARIO_STEP_EXPECTS}
+        if step_expects:
+            extensions[SCENARIO_STEP_EXPECTS] = step_expects
+        return dataclasses.replace(trace, expect=run, extensions=extensions)
     steps = tuple(_observed_step(step, got) for step, got in zip(trace.steps, result.steps, strict=True))
     return dataclasses.replace(trace, steps=steps, expect=run)
+
+
+def _expect_value(expect: StepExpect) -> Any:
+    if expect.short:
+        return expect.action
+    value = {"action": expect.action, "engine": expect.engine, "reason": expect.reason}
+    return {k: v for k, v in value.items() if v is not None}
 
 
 def _observed_step(step: Step, got: StepResult) -> Step:

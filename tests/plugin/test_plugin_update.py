@@ -115,3 +115,52 @@ def test_observed_trace_records_a_stop() -> None:
         has_stopped_at=True,
     )
     assert [s.expect.action if s.expect else None for s in updated.steps] == [None, None, "warn", "stop"]
+
+
+# Two 529 errors under default: retried (context.transient), then the scripted answer completes the run.
+# The step expectations are deliberately wrong (the errors are recorded at steps 1 and 2).
+SCENARIO = """\
+loopguard: 1
+name: update-scenario
+mode: simulate
+policy: default
+max_turns: 10
+agent:
+  provider: anthropic
+  script:
+    - {error: "529", repeat: 2}
+    - {answer: "Done."}
+x-expect-steps:
+  0: retry
+  2: {action: fail, reason: context.transient_exhausted}
+expect: {outcome: failed}
+"""
+
+
+def test_update_rewrites_a_scenarios_recorded_step_expectations(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    (pytester.path / "traces").mkdir()
+    path = pytester.path / "traces" / "scenario.yaml"
+    path.write_text(SCENARIO, encoding="utf-8")
+    pytester.runpytest().assert_outcomes(failed=1)
+    pytester.runpytest("--loopguard-update").assert_outcomes(passed=1)
+    updated = load(path)
+    assert updated.mode == "simulate"
+    assert updated.agent == {"provider": "anthropic", "script": [{"error": "529", "repeat": 2}, {"answer": "Done."}]}
+    assert updated.extensions["x-expect-steps"] == {
+        1: {"action": "retry", "engine": "context", "reason": "context.transient"},
+        2: {"action": "retry", "engine": "context", "reason": "context.transient"},
+    }
+    assert updated.expect == RunExpect(outcome="completed", counts={"retry": 2})
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_a_malformed_scenario_fails_in_one_line(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    (pytester.path / "traces").mkdir()
+    text = "loopguard: 1\nname: sc\nmode: simulate\npolicy: default\nagent: {behaviour: nosuch}\n"
+    (pytester.path / "traces" / "s.yaml").write_text(text, encoding="utf-8")
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["trace sc: traces/s.yaml: field 'agent.behaviour': unknown behaviour 'nosuch'*"])
+    assert "Traceback" not in result.stdout.str()
