@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_loopguard.conversation import Entry, PromptView
 from pytest_loopguard.engines.context import Context, compaction_boundary
@@ -166,6 +168,26 @@ def test_compaction_never_orphans(roles: str, fraction: float) -> None:
         assert not kept or kept[0].role != "tool"
         kept_turns = {e.turn for e in kept if e.role == "assistant"}
         assert all(e.turn in kept_turns for e in kept if e.role == "tool")
+
+
+@given(
+    roles=st.text(alphabet="atu", max_size=30).map(lambda r: r.lstrip("t")),
+    preserve=st.integers(0, 12),
+    fraction=st.floats(0.05, 0.95),
+    min_kept=st.integers(0, 4),
+)
+def test_compaction_never_orphans_and_keeps_what_it_must(
+    roles: str, preserve: int, fraction: float, min_kept: int
+) -> None:
+    es = entries(roles)
+    n = len(es)
+    for b, kept_at_least in [
+        (compaction_boundary(es, preserve=preserve), min(preserve, n)),
+        (compaction_boundary(es, fraction=fraction, min_kept=min_kept), min(min_kept, n)),
+    ]:
+        assert 0 <= b <= n
+        assert n - b >= kept_at_least
+        assert b == n or es[b].role != "tool"
 
 
 # ---- pre-prompt compaction ---------------------------------------------------------------------------
