@@ -233,7 +233,7 @@ class Context(Engine):
         if blocked or call.tool != self.settings.todo_tool or result is None or not result.ok:
             return
         items = call.args.get("todos")
-        if not isinstance(items, list):  # a call without `todos` reads the list
+        if not isinstance(items, (list, tuple)):  # a call without `todos` reads the list
             return
         if not call.args.get("merge", False):
             self._todos = {}
