@@ -249,6 +249,15 @@ def test_stub_hits_do_not_advance_the_consecutive_count() -> None:
     assert reasons(read(g, result=changed)) == ["read_tracker.repeat_block"]  # count 4
 
 
+def test_a_stub_hit_leaves_the_shared_streak_untouched() -> None:
+    g = tracker_guard("hermes-current")
+    read(g)
+    search(g)
+    search(g)
+    assert reasons(read(g)) == ["read_tracker.unchanged"]
+    assert reasons(search(g)) == ["read_tracker.repeat_warning"]  # the 3rd search: the stub was not a key
+
+
 def test_changed_file_is_read_again_not_stubbed() -> None:
     g = tracker_guard("hermes-current")
     read(g)
