@@ -362,3 +362,44 @@ def test_loading_a_good_file_emits_no_warning(tmp_path: Path) -> None:
         warnings.simplefilter("error")
         trace = load(write(tmp_path, "good.yaml", GOOD))
     assert trace.warnings == () and len(trace.steps) == 6
+
+
+# ---- more fields: each error names its field and line ---------------------------------------------------
+@pytest.mark.parametrize(
+    ("body", "step", "line", "field", "problem"),
+    [
+        ("tags: browser\nsteps: []\n", None, 3, "tags", "expected a list of strings"),
+        ("source: {kind: scraped}\nsteps: []\n", None, 3, "source.kind", "unknown kind 'scraped'"),
+        ("source: {kind: synthetic, author: me}\nsteps: []\n", None, 3, "source.author", "unknown key 'author'"),
+        ("task: {objective: x, phase: plan}\nsteps: []\n", None, 3, "task.phase", "unknown phase 'plan'"),
+        ("task: {budget: {max_calls: 3}}\nsteps: []\n", None, 3, "task.budget.max_calls", "unknown key"),
+        ("task: {budget: {allowed_domains: example.com}}\nsteps: []\n", None, 3, "task.budget.allowed_domains",
+         "expected a list of domain names"),
+        ("context: {window_tokens: 0}\nsteps: []\n", None, 3, "context.window_tokens", "expected an integer ≥ 1"),
+        ("strict: yes please\nsteps: []\n", None, 3, "strict", "expected true or false"),
+        ("steps: {tool: a}\n", None, 3, "steps", "expected a list of steps"),
+        ("steps:\n  - tool: a\n    t: -5\n", 0, 5, "t", "expected an integer ≥ 0"),
+        ("steps:\n  - phase: planning\n", 0, 4, "phase", "unknown phase 'planning'"),
+        ("steps:\n  - message: {role: tool, text: x}\n", 0, 4, "message.role", "unknown role 'tool'"),
+        ("steps:\n  - llm: {input_tokens: many}\n", 0, 4, "llm.input_tokens", "expected an integer"),
+        ("steps:\n  - tool: a\n    result: {tokens: 1.5}\n", 0, 5, "result.tokens", "expected an integer"),
+        ("steps:\n  - done: {success: maybe}\n", 0, 4, "done.success", "expected true or false"),
+        ("steps: []\nexpect: {outcome: crashed}\n", None, 4, "expect.outcome", "unknown outcome 'crashed'"),
+        ("steps: []\nexpect: {counts: {blocked: 1}}\n", None, 4, "expect.counts.blocked", "unknown action"),
+        ("steps: []\nexpect: {stopped_at: -1}\n", None, 4, "expect.stopped_at", "expected an integer ≥ 0"),
+    ],
+)
+def test_field_errors(tmp_path: Path, body: str, step: int | None, line: int, field: str, problem: str) -> None:
+    path = write(tmp_path, "field.yaml", "loopguard: 1\nname: t\n" + body)
+    err = load_error(path)
+    assert (err.file, err.step, err.line, err.field) == (str(path), step, line, field)
+    assert problem in err.problem
+
+
+def test_shorthand_steps(tmp_path: Path) -> None:
+    text = "loopguard: 1\nname: t\nsteps: [{llm: null}, {tool: a}, {done: true}]\n"
+    trace = load(write(tmp_path, "short.yaml", text))
+    assert [s.kind for s in trace.steps] == ["llm", "tool", "done"]
+    assert trace.steps[0].llm is not None and not trace.steps[0].llm.failed
+    assert trace.steps[1].outcome.ok and trace.steps[1].result is None  # no result: a plain success
+    assert trace.steps[2].done is not None and trace.steps[2].done.success is None
