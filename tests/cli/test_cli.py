@@ -347,6 +347,38 @@ def test_simulate_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert status == 2 and "not a scenario (a scenario has `mode: simulate`)" in err
 
 
+SCENARIO = """
+loopguard: 1
+name: cli-scenario
+mode: simulate
+policy: default
+context: {window_tokens: 6000}
+max_turns: 6
+env:
+  files:
+    src/a.py: {lines: 50, width: 32}
+    src/b.py: {lines: 50, width: 32}
+agent:
+  behaviour: forgetful_reader
+  files: [src/a.py, src/b.py]
+"""
+
+
+def test_simulate_writes_a_recorded_trace_that_replays_alike(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = write(tmp_path, "scenario.yaml", SCENARIO)
+    recorded = tmp_path / "out" / "recorded.jsonl"
+    recorded.parent.mkdir()
+    status, out, _ = run(capsys, "simulate", str(scenario), "-o", str(recorded), "--json")
+    assert status == 0
+    simulated = json.loads(out)
+    # both files fit the window, so the reader reads each once and answers
+    assert (simulated["trace"], simulated["outcome"]) == ("cli-scenario", "completed")
+    assert load(recorded).source["kind"] == "simulated"
+    status, out, _ = run(capsys, "replay", str(recorded), "--json")
+    assert status == 0 and json.loads(out)["steps"] == simulated["steps"]
+
+
 # ---- bench and usage ---------------------------------------------------------------------------------
 def test_bench_prints_a_row_per_policy(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "bench", "--events", "300", "--policy", "default", "--policy", "qa-agent")
