@@ -55,7 +55,11 @@ class Loopguard:
 
     @property
     def policy(self) -> Policy | None:
-        """The policy a trace replays under when the call names none; None: each trace's own policy."""
+        """The policy a trace replays under when the call names none (None: each trace's own policy).
+
+        With marker overrides but no marker or option policy, this is `default` with the overrides; a trace
+        that names its own policy gets the overrides on that one instead.
+        """
         spec = self._marker_policy if self._marker_policy is not None else self._option_policy
         if spec is None and not self._marker_overrides:
             return None
