@@ -244,3 +244,35 @@ def test_the_toolbox_routes_todo_done_and_rejects_unknown_tools() -> None:
 def test_max_turns_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_turns"):
         AgentLoop(FakeLLM([]), Toolbox(), max_turns=0)
+
+
+class EditsBeforeFourthRead:
+    """Reads a file four times in a row; someone edits it just before the 4th read."""
+
+    def __init__(self, files: FakeFiles) -> None:
+        self.files, self.turn = files, 0
+
+    def respond(self, view: PromptView, turn: int) -> ModelReply:
+        self.turn += 1
+        if self.turn == 4:
+            self.files.modify("a.py", "edited\n")
+        if self.turn <= 4:
+            return ModelReply((ToolCall.of("read_file", {"path": "a.py"}),), text=f"read {self.turn}")
+        return ModelReply(text="done")
+
+
+def test_a_blocked_read_of_a_changed_file_records_only_that_it_changed() -> None:
+    files = FakeFiles({"a.py": "original\n"})
+    sim = AgentLoop(EditsBeforeFourthRead(files), Toolbox(files=files), "default").run()
+    fourth = [s for s in sim.recorded.steps if s.kind == "tool"][3]
+    assert sim.result.steps[fourth.index].action == "block"  # read_tracker: the 4th identical read
+    assert fourth.result is not None and fourth.result.changed and fourth.result.text is None
+    assert files.is_changed("a.py")  # the blocked read did not consume the change
+    assert_equivalent(sim.result)
+
+
+def test_the_record_keeps_what_the_model_said() -> None:
+    files = FakeFiles({"a.py": "x\n"})
+    sim = AgentLoop(EditsBeforeFourthRead(files), Toolbox(files=files), "claw-code").run()
+    said = [s.llm.text for s in sim.recorded.steps if s.llm is not None]
+    assert said == ["read 1", "read 2", "read 3", "read 4", "done"]
