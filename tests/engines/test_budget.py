@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_loopguard import Guard, ToolCall, ToolResult, TraceError, Verdict, replay, resolve_policy
 from pytest_loopguard.engines.budget import Budget, Envelope, Settings
@@ -488,3 +490,28 @@ def test_bad_task_budget_is_rejected_naming_the_field(budget: str, field: str) -
         loads(text)
     assert info.value.field == field
     assert field in str(info.value)
+
+
+# ---- property: no envelope, no change ------------------------------------------------------------------
+STEP = st.sampled_from([
+    "  - {tool: click, args: {index: 1}}\n",
+    "  - {tool: read_page}\n",
+    "  - {tool: computer, args: {action: screenshot}}\n",
+    "  - {tool: navigate, args: {url: 'https://a.example/'}}\n",
+    "  - {tool: navigate, args: {url: 'https://evil.test/'}}\n",
+    "  - {tool: type, args: {text: x}, result: {error: boom}}\n",
+    "  - {tool: read_file, args: {path: a.py}}\n",
+    "  - {phase: act}\n",
+    "  - {llm: {output_tokens: 5}}\n",
+])
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(STEP, min_size=1, max_size=40), preset=st.sampled_from(["openchrome", "default"]))
+def test_without_a_task_any_trace_replays_as_without_budget(steps: list[str], preset: str) -> None:
+    trace = loads("loopguard: 1\nname: p\nsteps:\n" + "".join(steps))[0]
+    with_budget = replay(trace, resolve_policy({"preset": preset, "name": "p",
+                                                "budget": {"max_tool_calls": 0, "checkpoint_every_calls": 1,
+                                                           "allowed_domains": ["a.example"]}}))
+    without = replay(trace, resolve_policy({"preset": preset, "name": "p", "budget": False}))
+    assert json.dumps(with_budget.to_dict(), sort_keys=True) == json.dumps(without.to_dict(), sort_keys=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_loopguard import Guard, ToolCall, ToolResult, Verdict, resolve_policy
 from pytest_loopguard.engines.read_tracker import ReadTracker, Settings
@@ -404,3 +406,43 @@ def test_preset_tool_table_kinds(preset: str) -> None:
              ("read_file", "search_files", "write_file", "patch", "terminal")}
     assert kinds == {"read_file": "read", "search_files": "search", "write_file": "write", "patch": "write",
                      "terminal": "action"}
+
+
+# ---- property: the consecutive layer against the rule as PRESETS.md states it --------------------------
+CALLS = st.sampled_from([
+    ("read_file", {"path": "a.py"}), ("read_file", {"path": "a.py", "offset": 501}), ("read_file", {"path": "b.py"}),
+    ("search_files", {"pattern": "x"}), ("search_files", {"pattern": "x", "offset": 50}),
+    ("terminal", {"command": "ls"}), ("write_file", {"path": "a.py"}),
+])
+
+
+def expected_actions(calls: list[tuple[str, dict[str, Any]]], shared: bool, paginated: bool) -> list[str]:
+    """Hermes' rule written out: one (or two) last-key/count pairs; 3 warns, 4+ blocks; others reset."""
+    last: dict[str, Any] = {}
+    count: dict[str, int] = {}
+    out = []
+    for tool, args in calls:
+        if tool == "read_file":
+            streak, key = "r", ("r", args["path"], args.get("offset", 1), args.get("limit", 500))
+        elif tool == "search_files":
+            page = (args.get("limit", 50), args.get("offset", 0)) if paginated else ()
+            streak, key = "s", ("s", args["pattern"], *page)
+        else:
+            last.clear()
+            count.clear()
+            out.append("allow")
+            continue
+        streak = "one" if shared else streak
+        count[streak] = count.get(streak, 0) + 1 if last.get(streak) == key else 1
+        last[streak] = key
+        out.append("block" if count[streak] >= 4 else "warn" if count[streak] == 3 else "allow")
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(calls=st.lists(CALLS, max_size=30), preset=st.sampled_from(["hermes", "hermes-current", "default"]))
+def test_consecutive_layer_matches_the_rule(calls: list[tuple[str, dict[str, Any]]], preset: str) -> None:
+    s = resolve_policy(preset).settings("read_tracker")
+    g = tracker_guard(preset, unchanged_stub=False)
+    got = [call(g, tool, **args).action for tool, args in calls]
+    assert got == expected_actions(calls, s.shared_streak, s.search_pagination)
