@@ -154,8 +154,8 @@ class LoopGuard(Engine):
             window = period * s.ping_pong_detect_repeats
             if period < 2 or n < window:
                 continue
-            # the last `window` identities repeat with this period ...
-            if any(ring[i] != ring[i - period] for i in range(n - window + period, n)):
+            # the last `window` identities repeat with this period (newest first: most rings fail at once) ...
+            if any(ring[i] != ring[i - period] for i in range(n - 1, n - window + period - 1, -1)):
                 continue
             cycle = [ring[i] for i in range(n - period, n)]
             # ... and are not one identity over and over (that is the consecutive rule's business)
