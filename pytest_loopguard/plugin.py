@@ -139,6 +139,15 @@ def pytest_configure(config: pytest.Config) -> None:
             config.pluginmanager.register(module, name)
 
 
+def pytest_report_header(config: pytest.Config) -> str | None:
+    state = config.stash.get(session_key, None)
+    if state is None:
+        return None
+    paths = ", ".join(config.getini("loopguard_paths"))
+    policy = state.policy if state.policy is not None else "each trace's own"
+    return f"loopguard: trace paths: {paths}; policy: {policy}"
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(session_key, None)
     if state is not None and config.pluginmanager.is_registered(state):
@@ -149,7 +158,10 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> TraceFile 
     if file_path.suffix.lower() not in SUFFIXES:
         return None
     state = parent.config.stash[session_key]
-    if not any(file_path.is_relative_to(root) for root in state.trace_roots):
+    # A trace file named on the command line is collected wherever it lives.
+    if not any(file_path.is_relative_to(root) for root in state.trace_roots) and not parent.session.isinitpath(
+        file_path
+    ):
         return None
     trace_file: TraceFile = TraceFile.from_parent(parent, path=file_path)
     return trace_file
@@ -202,6 +214,8 @@ class TraceItem(pytest.Item):
         self.trace = trace
         self.line = line
         self.documents = documents
+        # `-k browser` selects the traces tagged browser.
+        self.extra_keyword_matches.update(trace.tags)
 
     def runtest(self) -> None:
         for message in self.trace.warnings:

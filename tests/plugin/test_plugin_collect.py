@@ -182,3 +182,27 @@ def test_an_unusable_loopguard_policy_is_a_usage_error(project: pytest.Pytester)
     result = project.runpytest("--loopguard-policy", "missing.yaml")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --loopguard-policy: *policy file 'missing.yaml' not found"])
+
+
+def test_a_trace_file_named_on_the_command_line_is_collected_anywhere(project: pytest.Pytester) -> None:
+    write(project, "elsewhere/one.yaml", "loopguard: 1\nname: named-one\nsteps: [{tool: a}]\n")
+    write(project, "elsewhere/two.yaml", "loopguard: 1\nname: not-named\nsteps: [{tool: a}]\n")
+    result = project.runpytest("elsewhere/one.yaml", "-v")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["elsewhere/one.yaml::named-one PASSED*"])
+
+
+def test_tags_are_keywords(project: pytest.Pytester) -> None:
+    write(project, "traces/a.yaml", "loopguard: 1\nname: tagged\ntags: [browser, seed-000]\nsteps: [{tool: a}]\n")
+    write(project, "traces/b.yaml", "loopguard: 1\nname: untagged\nsteps: [{tool: a}]\n")
+    result = project.runpytest("-k", "browser", "-v")
+    result.assert_outcomes(passed=1, deselected=1)
+    result.stdout.fnmatch_lines(["traces/a.yaml::tagged PASSED*"])
+
+
+def test_report_header_names_paths_and_policy(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nloopguard_paths =\n    corpus\n    more\n")
+    result = pytester.runpytest("--loopguard-policy", "hermes")
+    result.stdout.fnmatch_lines(["loopguard: trace paths: corpus, more; policy: hermes"])
+    result = pytester.runpytest()
+    result.stdout.fnmatch_lines(["loopguard: trace paths: corpus, more; policy: each trace's own"])
