@@ -22,7 +22,7 @@ from .expect import Mismatch, check
 from .model import ReplayResult, RunExpect, Step, StepExpect, StepResult, Trace
 from .policy import resolve_policy
 from .replay import execute
-from .report import json_entry, mismatch_table, outcome_line, status, write_json_report
+from .report import json_entry, mismatch_table, outcome_line, shorten, status, write_json_report
 from .traceio import SUFFIXES, dumps, load_file
 
 __all__ = ["TraceFile", "TraceItem", "TraceMismatch", "observed_trace"]
@@ -254,7 +254,9 @@ class TraceItem(pytest.Item):
         error = excinfo.value
         where = _display_path(self.path, self.config.rootpath)
         if isinstance(error, TraceMismatch):
-            return f"{where}: {error}\n{mismatch_table(error.result, error.mismatches)}"
+            # The description says what the trace proves: the first thing a reader of a failure needs.
+            about = f"\n{shorten(self.trace.description, 160)}" if self.trace.description else ""
+            return f"{where}: {error}{about}\n{mismatch_table(error.result, error.mismatches)}"
         if isinstance(error, TraceError):  # e.g. a malformed scenario, found when it runs
             return f"trace {self.trace.name}: {_relocated(error, self.path, self.config.rootpath)}"
         if isinstance(error, LoopguardError):

@@ -12,6 +12,9 @@ pytest_plugins = ["pytester"]
 FIVE_CLICKS = """\
 loopguard: 1
 name: {name}
+description: >-
+  Five identical clicks: the third and fourth
+  warn, the fifth is blocked.
 policy: default
 strict: true
 steps:
@@ -55,6 +58,7 @@ def test_a_failing_trace_shows_the_mismatch_table_without_a_traceback(project: p
         [
             "*trace clicks-wrong*",
             "traces/clicks.yaml: trace clicks-wrong under default: incomplete: 2 mismatches",
+            "Five identical clicks: the third and fourth warn, the fifth is blocked.",
             "*step*call*expected*got*engine*reason*message*",
             "*1*browser_click {\"index\":4}*allow*",
             ">*3*browser_click {\"index\":4}*block*warn*loop_guard*loop_guard.consecutive_warning*",
