@@ -129,3 +129,10 @@ def test_the_simulation_fixtures_module_is_registered(pytester: pytest.Pytester)
         """
     )
     pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_every_fixture_is_listed(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    result = pytester.runpytest("--fixtures")
+    for name in ("loopguard", "trace_builder", "fake_llm", "fake_browser", "fake_files", "agent_loop"):
+        result.stdout.fnmatch_lines([f"{name} -- *"])
