@@ -19,6 +19,8 @@ __all__ = ["ENGINE", "LoopGuard", "Settings"]
 
 @dataclass(frozen=True, slots=True)
 class Settings(EngineSettings):
+    """The loop guard's thresholds; presets set them from PRESETS.md (docs/engines.md has the table)."""
+
     identity: Literal["canonical", "ordered"] = "canonical"
     warn_at: int = 3
     block_at: int = 5
