@@ -44,6 +44,7 @@ class LoopguardSession:
     """
 
     policy: str | None
+    matrix: tuple[str, ...]
     report_path: Path | None
     update: bool
     trace_roots: tuple[Path, ...]
@@ -90,6 +91,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="replay every trace under this policy (preset name or policy YAML) instead of its own",
     )
     group.addoption(
+        "--loopguard-matrix",
+        dest="loopguard_matrix",
+        default=None,
+        metavar="P1,P2",
+        help="replay every trace once under each of these policies (items NAME[POLICY]) and check its expectations",
+    )
+    group.addoption(
         "--loopguard-report",
         dest="loopguard_report",
         default=None,
@@ -117,17 +125,29 @@ def pytest_configure(config: pytest.Config) -> None:
     # a pytester run, which restores sys.modules afterwards) would lose the globals its settings' hints need.
     registry()
     policy: str | None = config.getoption("loopguard_policy", None)
-    if policy is not None:
+    matrix_option: str | None = config.getoption("loopguard_matrix", None)
+    matrix = tuple(p.strip() for p in matrix_option.split(",") if p.strip()) if matrix_option is not None else ()
+    update = bool(config.getoption("loopguard_update", False))
+    if matrix_option is not None and not matrix:
+        raise pytest.UsageError("--loopguard-matrix: expected policies separated by commas, e.g. default,spacebot")
+    if matrix and policy is not None:
+        raise pytest.UsageError("--loopguard-matrix and --loopguard-policy exclude each other")
+    if matrix and update:
+        raise pytest.UsageError("--loopguard-update cannot record a matrix: a trace holds one policy's expectations")
+    for option, spec in [("--loopguard-policy", policy), *(("--loopguard-matrix", p) for p in matrix)]:
+        if spec is None:
+            continue
         try:
-            resolve_policy(policy)
+            resolve_policy(spec)
         except PolicyError as exc:
-            raise pytest.UsageError(f"--loopguard-policy: {exc}") from None
+            raise pytest.UsageError(f"{option}: {exc}") from None
     report: str | None = config.getoption("loopguard_report", None)
     roots = tuple((config.rootpath / p).resolve() for p in config.getini("loopguard_paths"))
     state = LoopguardSession(
         policy=policy,
+        matrix=matrix,
         report_path=Path(report).resolve() if report else None,
-        update=bool(config.getoption("loopguard_update", False)),
+        update=update,
         trace_roots=roots,
         worker=hasattr(config, "workerinput"),
     )
@@ -187,6 +207,7 @@ class TraceFile(pytest.File):
                 traces = load_file(self.path)
             except TraceError as exc:
                 raise self.CollectError(str(_relocated(exc, self.path, self.config.rootpath))) from None
+        matrix = self.config.stash[session_key].matrix
         seen: set[str] = set()
         lines = _document_lines(self.path) if len(traces) > 1 else {}
         for number, trace in enumerate(traces):
@@ -196,9 +217,14 @@ class TraceFile(pytest.File):
                     f"duplicate trace name {trace.name!r} in one file"
                 )
             seen.add(trace.name)
-            yield TraceItem.from_parent(
-                self, name=trace.name, trace=trace, line=lines.get(number, 0), documents=len(traces)
-            )
+            line = lines.get(number, 0)
+            if not matrix:
+                yield TraceItem.from_parent(self, name=trace.name, trace=trace, line=line, documents=len(traces))
+                continue
+            for policy in matrix:
+                yield TraceItem.from_parent(
+                    self, name=f"{trace.name}[{policy}]", trace=trace, line=line, documents=len(traces), policy=policy
+                )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:  # type: ignore[override]
         if isinstance(excinfo.value, (self.CollectError, LoopguardError)):
@@ -209,11 +235,15 @@ class TraceFile(pytest.File):
 class TraceItem(pytest.Item):
     """One trace: replayed (or simulated) under its policy, then checked against its expectations."""
 
-    def __init__(self, *, trace: Trace, line: int = 0, documents: int = 1, **kwargs: Any) -> None:
+    def __init__(
+        self, *, trace: Trace, line: int = 0, documents: int = 1, policy: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.trace = trace
         self.line = line
         self.documents = documents
+        # A matrix cell's policy; None: the --loopguard-policy option, else the trace's own.
+        self.policy = policy if policy is not None else self.config.stash[session_key].policy
         # `-k browser` selects the traces tagged browser.
         self.extra_keyword_matches.update(trace.tags)
 
@@ -221,7 +251,7 @@ class TraceItem(pytest.Item):
         for message in self.trace.warnings:
             warnings.warn(LoopguardWarning(message), stacklevel=1)
         state = self.config.stash[session_key]
-        result = execute(self.trace, state.policy)
+        result = execute(self.trace, self.policy)
         mismatches = check(result)
         entry = json_entry(result, mismatches)
         entry["file"] = _display_path(self.path, self.config.rootpath)
