@@ -165,6 +165,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         return None
     paths = ", ".join(config.getini("loopguard_paths"))
     policy = state.policy if state.policy is not None else "each trace's own"
+    if state.matrix:
+        policy = f"matrix {', '.join(state.matrix)}"
     return f"loopguard: trace paths: {paths}; policy: {policy}"
 
 

@@ -38,6 +38,8 @@ def test_one_item_per_policy(project: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(
         [
+            "loopguard: trace paths: traces; policy: matrix default, spacebot-branch, spacebot",
+            "*",
             "traces/clicks.yaml::matrix-clicks[[]default[]] PASSED*",
             "traces/clicks.yaml::matrix-clicks[[]spacebot-branch[]] FAILED*",
             "traces/clicks.yaml::matrix-clicks[[]spacebot[]] FAILED*",
