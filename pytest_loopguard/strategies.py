@@ -73,10 +73,10 @@ OVERFLOW_ERRORS: Final = (
     "prompt is too long: 215000 tokens > 200000 maximum",
     "Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum context length",
 )
-# Transient provider errors (5xx, overload, rate limit) as providers word them.
+# Transient provider errors (5xx, rate limit) as providers word them; each is transient in every preset
+# (claw-code's list has no 529 or "overloaded": Anthropic's overload error fails at once there).
 TRANSIENT_ERRORS: Final = (
     "Error code: 503 - Service Unavailable",
-    "Error code: 529 - {'type': 'overloaded_error', 'message': 'Overloaded'}",
     "Error code: 429 - Rate limit reached for requests",
     "The server had an error while processing your request. Sorry about that! (500)",
 )
@@ -347,11 +347,15 @@ def overflow_sessions(
     window_tokens: int = 8000,
     max_turns: int = 8,
     max_overflows: int = 5,
+    min_result_tokens: int = 50,
+    max_result_tokens: int | None = None,
     name: str = "overflow-session",
 ) -> Trace:
     """An agent session for the context engine: LLM turns, tool calls with large results (snapshots that
     dedup replaces, file reads), and runs of context-window errors worded as providers word them, some
-    longer than any retry bound; sometimes a transient error too. The window is `context.window_tokens`."""
+    longer than any retry bound; sometimes a transient error too. The window is `context.window_tokens`;
+    each tool result is `min_result_tokens`..`max_result_tokens` tokens (default: half the window)."""
+    top = max(min_result_tokens, max_result_tokens if max_result_tokens is not None else window_tokens // 2)
     items: list[StepLike] = [Message("user", draw(st.sampled_from(("Book the cheapest flight", "Fix the tests"))))]
     turns = draw(st.integers(min_value=1, max_value=max_turns))
     for turn in range(turns):
@@ -365,7 +369,7 @@ def overflow_sessions(
             args: dict[str, Any] = {"path": f"src/mod{turn}.py"} if tool == "read_file" else {}
             if tool == "browser_click":
                 args = {"index": turn * 10 + position}
-            tokens = draw(st.integers(min_value=50, max_value=window_tokens // 2))
+            tokens = draw(st.integers(min_value=min_result_tokens, max_value=top))
             items.append((ToolCall.of(tool, args), ToolResult(ok=True, text=f"{tool} result {turn}.{position}",
                                                                 tokens=tokens)))
     return build_trace(items, policy=policy, name=name, context={"window_tokens": window_tokens})
