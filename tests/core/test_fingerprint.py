@@ -1,0 +1,89 @@
+"""Identity of a call (DESIGN.md §5): canonical vs as-written arguments, numbers, dates, NaN, unicode."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import pytest
+
+from pytest_loopguard.fingerprint import (
+    canonical_args,
+    canonical_json,
+    fingerprint,
+    ordered_args_json,
+    ordered_fingerprint,
+)
+from pytest_loopguard.model import ToolCall
+
+
+def test_canonical_sorts_keys_and_drops_whitespace() -> None:
+    assert canonical_json({"b": 1, "a": [1, 2]}) == '{"a":[1,2],"b":1}'
+    assert canonical_json({"a": [1, 2], "b": 1}) == canonical_json({"b": 1, "a": [1, 2]})
+
+
+def test_ordered_keeps_the_order_as_written() -> None:
+    assert ordered_args_json({"b": 1, "a": 2}) == '{"b":1,"a":2}'
+    assert ordered_args_json({"b": 1, "a": 2}) != ordered_args_json({"a": 2, "b": 1})
+
+
+def test_key_order_is_the_same_call_canonically_but_not_as_written() -> None:
+    x, y = ToolCall.of("click", {"x": 1, "y": 2}), ToolCall.of("click", {"y": 2, "x": 1})
+    assert x.fingerprint == y.fingerprint
+    assert x.ordered_fingerprint != y.ordered_fingerprint
+
+
+def test_integral_float_equals_int_canonically_but_not_as_written() -> None:
+    assert canonical_json({"index": 1.0}) == canonical_json({"index": 1}) == '{"index":1}'
+    assert fingerprint("click", {"index": 1.0}) == fingerprint("click", {"index": 1})
+    assert ordered_fingerprint("click", {"index": 1.0}) != ordered_fingerprint("click", {"index": 1})
+    # a non-integral float stays a float, and nested integral floats are normalised too
+    assert canonical_json({"ratio": 0.5, "xs": [2.0, {"k": 3.0}]}) == '{"ratio":0.5,"xs":[2,{"k":3}]}'
+
+
+def test_booleans_are_not_numbers() -> None:
+    assert canonical_json({"a": True}) != canonical_json({"a": 1})
+
+
+def test_dates_are_iso_strings() -> None:
+    when = dt.date(2026, 3, 18)
+    assert canonical_json({"since": when}) == '{"since":"2026-03-18"}'
+    assert fingerprint("log", {"since": when}) == fingerprint("log", {"since": "2026-03-18"})
+    stamp = dt.datetime(2026, 3, 18, 12, 30, tzinfo=dt.UTC)
+    assert canonical_args({"at": stamp}) == {"at": "2026-03-18T12:30:00+00:00"}
+    assert ordered_args_json({"at": stamp}) == '{"at":"2026-03-18T12:30:00+00:00"}'
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_nan_and_infinity_are_rejected(bad: float) -> None:
+    with pytest.raises(ValueError, match="NaN and Infinity"):
+        canonical_json({"x": [1, {"y": bad}]})
+    with pytest.raises(ValueError):
+        ToolCall.of("t", {"x": bad})
+
+
+def test_unsupported_values_are_rejected() -> None:
+    with pytest.raises(ValueError, match="unsupported argument value"):
+        canonical_json({"x": object()})
+
+
+def test_unicode_is_kept_as_written() -> None:
+    args = {"query": "café ☕ 東京"}
+    assert canonical_json(args) == '{"query":"café ☕ 東京"}'
+    assert ordered_args_json(args) == '{"query":"café ☕ 東京"}'
+    # composed and decomposed forms are different text: strings are compared unchanged
+    assert fingerprint("search", {"q": "\u00e9"}) != fingerprint("search", {"q": "e\u0301"})
+
+
+def test_tool_name_is_part_of_the_identity_and_cannot_run_into_the_arguments() -> None:
+    assert fingerprint("a", {}) != fingerprint("b", {})
+    assert ToolCall.of("ab", {}).fingerprint.split("\x1f") == ["ab", "{}"]
+
+
+def test_tool_call_computes_both_identities_once() -> None:
+    call = ToolCall.of("browser_click", {"index": 3.0, "button": "left"})
+    assert call.canonical == '{"button":"left","index":3}'
+    assert call.ordered == '{"index":3.0,"button":"left"}'
+    assert call.fingerprint == "browser_click\x1f" + call.canonical
+    assert call.ordered_fingerprint == "browser_click\x1f" + call.ordered
+    assert ToolCall.of("done").args == {} and ToolCall.of("done").canonical == "{}"

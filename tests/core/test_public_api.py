@@ -1,0 +1,70 @@
+"""The package's public names are exactly what `__init__` exports (an accidental export fails here)."""
+
+from __future__ import annotations
+
+import pytest_loopguard
+
+INTENDED = [
+    "Clock",
+    "Decision",
+    "Guard",
+    "LoopguardError",
+    "LoopguardWarning",
+    "Policy",
+    "PolicyError",
+    "ReplayResult",
+    "ScenarioError",
+    "StepResult",
+    "ToolCall",
+    "ToolResult",
+    "Trace",
+    "TraceError",
+    "Verdict",
+    "dump",
+    "dumps",
+    "load",
+    "load_file",
+    "replay",
+    "resolve_policy",
+]
+
+
+def test_all_is_the_intended_sorted_list() -> None:
+    assert pytest_loopguard.__all__ == INTENDED
+    assert sorted(INTENDED) == INTENDED
+
+
+def test_every_exported_name_exists() -> None:
+    for name in pytest_loopguard.__all__:
+        assert getattr(pytest_loopguard, name) is not None, name
+
+
+def test_the_main_names_import() -> None:
+    from pytest_loopguard import Policy, Trace, Verdict, load, replay
+    from pytest_loopguard.model import Trace as ModelTrace
+    from pytest_loopguard.policy import Policy as PolicyClass
+    from pytest_loopguard.replay import replay as replay_function
+    from pytest_loopguard.traceio import load as load_function
+
+    assert (Trace, Policy, replay, load) == (ModelTrace, PolicyClass, replay_function, load_function)
+    assert Verdict("e", "allow", "e.ok").action == "allow"
+
+
+def test_strategies_are_importable_without_pytest_in_their_imports() -> None:
+    import ast
+    import inspect
+
+    from pytest_loopguard import strategies
+
+    tree = ast.parse(inspect.getsource(strategies))
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "pytest" not in imported and "hypothesis" in imported
+    assert sorted(strategies.__all__) == strategies.__all__
+
+
+def test_errors_are_also_the_builtins_they_resemble() -> None:
+    assert issubclass(pytest_loopguard.TraceError, ValueError)
+    assert issubclass(pytest_loopguard.PolicyError, ValueError)
+    for name in ("TraceError", "PolicyError", "ScenarioError"):
+        assert issubclass(getattr(pytest_loopguard, name), pytest_loopguard.LoopguardError)
