@@ -36,7 +36,8 @@ UPDATED_KEY: Final = "loopguard-updated"  # user_properties name of a trace file
 SCENARIO_STEP_EXPECTS: Final = "x-expect-steps"  # a scenario's expectations on its recorded steps
 
 
-@dataclasses.dataclass(slots=True)
+# eq=False keeps identity hashing: pluggy hashes plugins (a conftest's hook subsets put them in sets).
+@dataclasses.dataclass(slots=True, eq=False)
 class LoopguardSession:
     """One pytest session's options and the trace entries that came back (from this process or xdist workers).
 

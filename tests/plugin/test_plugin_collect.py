@@ -210,3 +210,11 @@ def test_report_header_names_paths_and_policy(pytester: pytest.Pytester) -> None
     result.stdout.fnmatch_lines(["loopguard: trace paths: corpus, more; policy: hermes"])
     result = pytester.runpytest()
     result.stdout.fnmatch_lines(["loopguard: trace paths: corpus, more; policy: each trace's own"])
+
+
+def test_traces_next_to_a_conftest_folder(project: pytest.Pytester) -> None:
+    # A conftest elsewhere makes pytest build per-folder hook subsets, which hash every registered plugin.
+    write(project, "tests/conftest.py", "")
+    write(project, "tests/test_plain.py", "def test_plain():\n    pass\n")
+    write(project, "traces/a.yaml", "loopguard: 1\nname: beside-conftest\nsteps: [{tool: a}]\n")
+    project.runpytest().assert_outcomes(passed=2)
