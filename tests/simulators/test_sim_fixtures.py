@@ -66,5 +66,6 @@ def test_docs_example(fake_browser, fake_llm, agent_loop):
     assert sim.result.counts().get("compact", 0) >= 1
 """
     )
-    result = pytester.runpytest("-p", "no:xdist", "-p", "no:cacheprovider")
+    # a subprocess keeps the inner session's plugins out of this one's plugin manager
+    result = pytester.runpytest_subprocess("-p", "no:xdist", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=4)
