@@ -40,6 +40,11 @@ def test_assert_ok_raises_with_the_table(loopguard):
     assert "browser_click" in text
 
 
+def test_load_falls_back_to_rootdir(loopguard, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    assert loopguard.load("traces/clicks.yaml").name == "clicks"
+
+
 def test_replay_a_mapping(loopguard):
     trace = {"loopguard": 1, "name": "m", "policy": "default",
              "steps": [{"tool": "grep", "args": {"q": "x"}}] * 5}
@@ -114,7 +119,7 @@ def test_fixtures(pytester: pytest.Pytester) -> None:
     (pytester.path / "traces" / "clicks.yaml").write_text(CLICKS, encoding="utf-8")
     pytester.makepyfile(test_fixture_use=FIXTURE_TESTS)
     result = pytester.runpytest("-v")
-    result.assert_outcomes(passed=8)
+    result.assert_outcomes(passed=9)
 
 
 def test_the_simulation_fixtures_module_is_registered(pytester: pytest.Pytester) -> None:

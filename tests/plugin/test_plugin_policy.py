@@ -101,6 +101,11 @@ def test_marker_policy(loopguard):
     assert loopguard.policy.name == "spacebot-channel"
 
 
+@pytest.mark.loopguard("spacebot-channel")
+def test_marker_policy_given_positionally(loopguard):
+    assert actions(loopguard.replay(CALLS)) == ["allow", "block"]
+
+
 @pytest.mark.loopguard(policy="spacebot-channel")
 def test_explicit_argument_beats_the_marker(loopguard):
     assert actions(loopguard.replay(CALLS, policy="default")) == ["allow", "allow"]
@@ -122,7 +127,7 @@ def test_marker_sets_the_fixture_policy(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\n")
     pytester.makepyfile(test_marker=MARKER_TESTS)
     result = pytester.runpytest("--strict-markers")
-    result.assert_outcomes(passed=6)
+    result.assert_outcomes(passed=7)
 
 
 OPTION_TESTS = """\
