@@ -135,6 +135,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--loopguard-matrix and --loopguard-policy exclude each other")
     if matrix and update:
         raise pytest.UsageError("--loopguard-update cannot record a matrix: a trace holds one policy's expectations")
+    if policy is not None and update:
+        # The rewritten file keeps its own `policy:`, so verdicts of another policy would fail its next run.
+        raise pytest.UsageError("--loopguard-update records each trace under its own policy; drop --loopguard-policy")
     for option, spec in [("--loopguard-policy", policy), *(("--loopguard-matrix", p) for p in matrix)]:
         if spec is None:
             continue

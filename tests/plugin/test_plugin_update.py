@@ -164,3 +164,10 @@ def test_a_malformed_scenario_fails_in_one_line(pytester: pytest.Pytester) -> No
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["trace sc: traces/s.yaml: field 'agent.behaviour': unknown behaviour 'nosuch'*"])
     assert "Traceback" not in result.stdout.str()
+
+
+def test_update_under_another_policy_is_a_usage_error(project: pytest.Pytester) -> None:
+    result = project.runpytest("--loopguard-update", "--loopguard-policy", "spacebot")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --loopguard-update records each trace under its own policy*"])
+    assert (project.path / "traces" / "wrong.yaml").read_text(encoding="utf-8") == WRONG
