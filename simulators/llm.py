@@ -201,10 +201,6 @@ def _last_tool_entry(view: PromptView) -> Entry | None:
     return None
 
 
-def _param_call(raw: Any, field: str) -> ToolCall:
-    return _call(raw, field)
-
-
 class _Params:
     """Parameter checking shared by the behaviours: names, types and defaults."""
 
@@ -326,7 +322,7 @@ class Retrier(_Params):
         attempts = params.get("attempts")
         if attempts is not None and (isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1):
             raise ScenarioError("expected a count ≥ 1 (or leave it out: forever)", field=f"{field}.attempts")
-        return cls(_param_call(params.get("call"), f"{field}.call"), attempts,
+        return cls(_call(params.get("call"), f"{field}.call"), attempts,
                    str(params.get("answer", "I could not do it.")))
 
     def next_turn(self, view: PromptView, turn: int) -> ModelReply:
@@ -354,7 +350,7 @@ class PingPong(_Params):
         turns = params.get("turns")
         if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
             raise ScenarioError("expected a count ≥ 1 (or leave it out: forever)", field=f"{field}.turns")
-        return cls(_param_call(params.get("a"), f"{field}.a"), _param_call(params.get("b"), f"{field}.b"),
+        return cls(_call(params.get("a"), f"{field}.a"), _call(params.get("b"), f"{field}.b"),
                    turns, str(params.get("answer", "Done.")))
 
     def next_turn(self, view: PromptView, turn: int) -> ModelReply:
