@@ -142,3 +142,13 @@ def test_shorten() -> None:
 
 def test_mismatch_str_is_used_for_run_lines() -> None:
     assert str(Mismatch(None, "outcome", "stopped", "completed")) == "run: outcome: expected 'stopped', got 'completed'"
+
+
+def test_report_module_does_not_import_pytest() -> None:
+    # The `loopguard` command renders through report.py and must not pay for (or need) pytest.
+    import subprocess
+    import sys
+
+    code = "import sys, pytest_loopguard.report; print('pytest' in sys.modules, '_pytest' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
