@@ -273,15 +273,12 @@ class TraceItem(pytest.Item):
         fmt = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".jsonl": "jsonl"}[self.path.suffix.lower()]
         if self.documents > 1:
             raise LoopguardError(
-                f"{_display_path(self.path, self.config.rootpath)}: --loopguard-update is not supported for "
-                "files holding several traces; split the file or edit its expectations by hand"
+                "--loopguard-update is not supported for files holding several traces; "
+                "split the file or edit its expectations by hand"
             )
         if self.trace.mode == "simulate" and fmt != "yaml":
             # JSON keys are strings, and a scenario's `x-expect-steps` is keyed by step index.
-            raise LoopguardError(
-                f"{_display_path(self.path, self.config.rootpath)}: --loopguard-update rewrites scenarios "
-                "only in YAML files"
-            )
+            raise LoopguardError("--loopguard-update rewrites scenarios only in YAML files")
         updated = observed_trace(self.trace, result)
         self.path.write_text(dumps(updated, fmt), encoding="utf-8")
         self.user_properties.append((UPDATED_KEY, _display_path(self.path, self.config.rootpath)))

@@ -94,7 +94,7 @@ def test_update_refuses_a_file_with_several_traces(pytester: pytest.Pytester) ->
     result = pytester.runpytest("--loopguard-update")
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
-        ["traces/two.yaml: trace a: traces/two.yaml: --loopguard-update is not supported for files holding several*"]
+        ["traces/two.yaml: trace a: --loopguard-update is not supported for files holding several traces*"]
     )
     assert "Traceback" not in result.stdout.str()
     assert (pytester.path / "traces" / "two.yaml").read_text(encoding="utf-8") == text
@@ -171,3 +171,21 @@ def test_update_under_another_policy_is_a_usage_error(project: pytest.Pytester) 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --loopguard-update records each trace under its own policy*"])
     assert (project.path / "traces" / "wrong.yaml").read_text(encoding="utf-8") == WRONG
+
+
+def test_update_refuses_a_json_scenario(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    (pytester.path / "traces").mkdir()
+    scenario = {
+        "loopguard": 1, "name": "json-scenario", "mode": "simulate", "policy": "default", "max_turns": 10,
+        "agent": {"provider": "anthropic", "script": [{"error": "529", "repeat": 2}, {"answer": "Done."}]},
+        "expect": {"outcome": "failed"},
+    }
+    text = json.dumps(scenario)
+    (pytester.path / "traces" / "s.json").write_text(text, encoding="utf-8")
+    result = pytester.runpytest("--loopguard-update")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["traces/s.json: trace json-scenario: --loopguard-update rewrites scenarios only in YAML files"]
+    )
+    assert (pytester.path / "traces" / "s.json").read_text(encoding="utf-8") == text
