@@ -19,8 +19,8 @@ SHOP = "https://shop.example"
 PAGES = {SHOP: {"title": "Shop", "snapshot_chars": 2000, "elements": [{"index": 4, "name": "Add to cart"}]}}
 
 
-def timeline(result: ReplayResult) -> list[tuple[int, str, str, list[str]]]:
-    return [(s.index, s.kind, s.action, [v.reason for v in s.verdicts]) for s in result.steps]
+def timeline(result: ReplayResult) -> list[tuple[object, ...]]:
+    return [(s.index, s.kind, s.action, [v.to_dict() for v in s.verdicts]) for s in result.steps]
 
 
 def replayed(trace: Trace, **kw: Any) -> ReplayResult:

@@ -17,9 +17,9 @@ CORPUS = Path(__file__).resolve().parents[2] / "traces" / "scenarios"
 SCENARIOS = sorted(CORPUS.glob("*.yaml"))
 
 
-def timeline(result: ReplayResult) -> list[tuple[int, str, str | None, str, list[str]]]:
-    return [(s.index, s.kind, s.tool, s.action, [f"{v.engine}:{v.action}:{v.reason}" for v in s.verdicts])
-            for s in result.steps]
+def timeline(result: ReplayResult) -> list[tuple[object, ...]]:
+    """Every step's action and every verdict in full (figures included: clocks, token counts)."""
+    return [(s.index, s.kind, s.tool, s.action, [v.to_dict() for v in s.verdicts]) for s in result.steps]
 
 
 def test_the_corpus_tells_every_seed_story() -> None:
