@@ -143,7 +143,7 @@ class _EngineManager(pluggy.PluginManager):
             return None
         return super().parse_hookimpl_opts(plugin, name)
 
-    def parse_hookspec_opts(self, module_or_class: object, name: str) -> Any:
+    def parse_hookspec_opts(self, module_or_class: Any, name: str) -> Any:
         if not name.startswith("loopguard_"):
             return None
         return super().parse_hookspec_opts(module_or_class, name)
