@@ -8,7 +8,7 @@ import pytest
 
 from pytest_loopguard.conversation import PromptView
 from pytest_loopguard.hookspecs import hookimpl
-from pytest_loopguard.model import ReplayResult, ToolCall, Trace
+from pytest_loopguard.model import ReplayResult, ToolCall, Trace, Verdict
 from pytest_loopguard.replay import replay
 from pytest_loopguard.runtime import Clock
 from pytest_loopguard.traceio import dumps, loads
@@ -19,8 +19,15 @@ SHOP = "https://shop.example"
 PAGES = {SHOP: {"title": "Shop", "snapshot_chars": 2000, "elements": [{"index": 4, "name": "Add to cart"}]}}
 
 
+def verdict(v: Verdict) -> dict[str, Any]:
+    # `input_tokens` is the provider's count of a recorded prompt: unknown to a live run before the call
+    out = v.to_dict()
+    out["data"] = {k: x for k, x in out["data"].items() if k != "input_tokens"}
+    return out
+
+
 def timeline(result: ReplayResult) -> list[tuple[object, ...]]:
-    return [(s.index, s.kind, s.action, [v.to_dict() for v in s.verdicts]) for s in result.steps]
+    return [(s.index, s.kind, s.action, [verdict(v) for v in s.verdicts]) for s in result.steps]
 
 
 def replayed(trace: Trace, **kw: Any) -> ReplayResult:
