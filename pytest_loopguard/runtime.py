@@ -245,27 +245,28 @@ class Guard:
         Returns the combined decision of the call (the verdicts from before and after).
         """
         blocked = result is None
-        turn = self.run.turn
+        run = self.run
+        turn = run.turn
         if turn is not None:
             turn.results.append(result)
-        call_id = self._next_call_id
-        self._next_call_id += 1
-        t = self.run.transcript
-        if blocked:
-            text = before.message or "blocked"
-            entry = Entry("tool", f"Error: {text}", tool=call.tool, call_id=call_id, turn=turn and turn.index)
-        else:
-            assert result is not None
-            body = result.result_text or ""
-            entry = Entry("tool", body, tokens=result.tokens, tool=call.tool, call_id=call_id,
-                          turn=turn.index if turn else None)
-        t.append(entry)
-        self.run.view.append(entry)
         after = _flatten(self.hook.loopguard_after_call(call=call, result=result, blocked=blocked))
-        if not after:
-            return before
         verdicts = before.verdicts + tuple(after)
-        return Decision(combine(verdicts), verdicts)
+        decision = Decision(combine(verdicts), verdicts) if after else before
+        # what the agent sees: the block message as an error, or the result with any warnings attached
+        if result is None:
+            text, tokens = f"Error: {before.message or 'blocked'}", None
+        else:
+            text, tokens = result.result_text or "", result.tokens
+            if decision.action == "warn":
+                warnings = "\n".join(v.message for v in decision.verdicts if v.action == "warn" and v.message)
+                if warnings:
+                    text = f"{text}\n\n{warnings}" if text else warnings
+        entry = Entry("tool", text, tokens=tokens, tool=call.tool, call_id=self._next_call_id,
+                      turn=turn.index if turn is not None else None)
+        self._next_call_id += 1
+        run.transcript.append(entry)
+        run.view.append(entry)
+        return decision
 
     # ---- model calls -------------------------------------------------------------------------------
     def before_llm(self, llm: LLMCall) -> Decision:
