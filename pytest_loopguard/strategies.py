@@ -258,15 +258,17 @@ def interleaved_traces(
     """Calls from a pool of distinct calls where identical calls are always separated by a different call.
 
     Each next call is the pool entry a drawn non-zero offset away from the previous one, so no two
-    neighbours are equal (canonically, hence also as written); it shrinks towards A, B, A, B...
+    neighbours are equal (canonically, hence also as written); it shrinks towards A, B, A, B... The
+    length is drawn first, as one integer: that shrinks straight to the shortest failing length.
     """
+    n = draw(st.integers(min_value=min_size, max_value=max_size))
     pool = draw(_distinct_calls(tuple(tools) if tools else None, 2, max(2, distinct)))
     k = len(pool)
+    offsets = st.integers(min_value=1, max_value=k - 1)
     position = draw(st.integers(min_value=0, max_value=k - 1))
-    offsets = draw(st.lists(st.integers(min_value=1, max_value=k - 1), min_size=min_size - 1, max_size=max_size - 1))
     sequence = [pool[position]]
-    for offset in offsets:
-        position = (position + offset) % k
+    for _ in range(n - 1):
+        position = (position + draw(offsets)) % k
         sequence.append(pool[position])
     return build_trace(sequence, policy=policy, name=name)
 
