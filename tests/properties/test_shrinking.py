@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import find, settings
 
 from pytest_loopguard import Trace, load, replay
@@ -34,9 +36,9 @@ def test_an_interleaving_shrinks_to_the_shortest_ping_pong() -> None:
     assert reasons == ["loop_guard.ping_pong"]
 
 
-def test_a_shrunk_trace_saves_and_replays_the_same(tmp_path: object) -> None:
+def test_a_shrunk_trace_saves_and_replays_the_same(tmp_path: Path) -> None:
     trace = find(lgst.identical_runs(), blocked, settings=QUICK)
-    path = lgst.save_trace(trace, f"{tmp_path}/loop/shrunk.jsonl", name="props-shrunk",
+    path = lgst.save_trace(trace, tmp_path / "loop" / "shrunk.jsonl", name="props-shrunk",
                            description="Shrunk: the fifth identical call is blocked.")
     back = load(path)
     assert trace_to_mapping(back)["steps"] == trace_to_mapping(trace)["steps"]
