@@ -248,11 +248,12 @@ def identical_runs(
 
 
 @functools.lru_cache(maxsize=64)
-def _distinct_calls(tools: tuple[str, ...] | None, min_size: int, max_size: int) -> SearchStrategy[list[ToolCall]]:
+def _distinct_calls(
+    calls: tuple[str, ...] | SearchStrategy[ToolCall] | None, min_size: int, max_size: int
+) -> SearchStrategy[list[ToolCall]]:
     # cached: building a strategy inside every draw costs more than the draw itself
-    return st.lists(
-        tool_calls(tools), min_size=min_size, max_size=max_size, unique_by=lambda c: c.fingerprint
-    )
+    source = calls if isinstance(calls, SearchStrategy) else tool_calls(calls)
+    return st.lists(source, min_size=min_size, max_size=max_size, unique_by=lambda c: c.fingerprint)
 
 
 @st.composite
@@ -261,6 +262,7 @@ def interleaved_traces(
     policy: str | Mapping[str, Any] | Policy | None = None,
     *,
     tools: Sequence[str] | None = None,
+    calls: SearchStrategy[ToolCall] | None = None,
     min_size: int = 2,
     max_size: int = 30,
     distinct: int = 4,
@@ -271,9 +273,10 @@ def interleaved_traces(
     Each next call is the pool entry a drawn non-zero offset away from the previous one, so no two
     neighbours are equal (canonically, hence also as written); it shrinks towards A, B, A, B... The
     length is drawn first, as one integer: that shrinks straight to the shortest failing length.
+    The pool is drawn from `calls` when given (a strategy of calls), else from `tool_calls(tools)`.
     """
     n = draw(st.integers(min_value=min_size, max_value=max_size))
-    pool = draw(_distinct_calls(tuple(tools) if tools else None, 2, max(2, distinct)))
+    pool = draw(_distinct_calls(calls if calls is not None else tuple(tools) if tools else None, 2, max(2, distinct)))
     k = len(pool)
     offsets = st.integers(min_value=1, max_value=k - 1)
     position = draw(st.integers(min_value=0, max_value=k - 1))
