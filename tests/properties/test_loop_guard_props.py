@@ -214,7 +214,7 @@ class Interleaver:
 
 @given(
     lgst.identical_runs(max_size=12) | lgst.interleaved_traces(max_size=12),
-    lgst.identical_runs(max_size=12) | lgst.failure_streaks(),
+    lgst.identical_runs(max_size=12) | lgst.failure_streaks() | lgst.overflow_sessions(max_turns=4),
     st.sampled_from(LOOP_PRESETS),
     st.sampled_from(LOOP_PRESETS),
     st.lists(st.integers(0, 1), max_size=60),
