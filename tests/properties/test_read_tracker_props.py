@@ -18,14 +18,14 @@ READ_ARGS = st.fixed_dictionaries({
     "limit": st.sampled_from([100, 500]),
 })
 SEARCH_ARGS = st.fixed_dictionaries({
-    "pattern": st.sampled_from(["TODO", "def main", "import"]),
+    "pattern": st.sampled_from(["raise", "def main", "import"]),
     "path": st.sampled_from([".", "src"]),
     "offset": st.sampled_from([0, 50]),
     "limit": st.sampled_from([50, 10]),
 })
 # hermes (the seed's version) keys a search without limit/offset: paging through results repeats it
 HERMES_SEARCH_ARGS = st.fixed_dictionaries({
-    "pattern": st.sampled_from(["TODO", "def main", "import"]),
+    "pattern": st.sampled_from(["raise", "def main", "import"]),
     "path": st.sampled_from([".", "src"]),
 })
 READS = lgst.tool_calls(tools=["read_file"], args=READ_ARGS)
@@ -88,7 +88,7 @@ def test_default_keeps_separate_streaks_for_reads_and_searches() -> None:
 
 def test_hermes_counts_paging_through_one_search_as_repeating_it() -> None:
     # PRESETS.md: `hermes` keys searches without limit/offset (the bug fixed on 2026-03-18)
-    pages = [ToolCall.of("search_files", {"pattern": "TODO", "offset": 50 * i}) for i in range(4)]
+    pages = [ToolCall.of("search_files", {"pattern": "raise", "offset": 50 * i}) for i in range(4)]
     trace = lgst.build_trace(pages)
     assert [[r for _, r in v] for v in reader_verdicts(trace, "hermes")] == [
         [], [], ["read_tracker.repeat_warning"], ["read_tracker.repeat_block"]]
