@@ -20,8 +20,7 @@ def test_every_strategy_is_documented_with_an_example() -> None:
     callables = [n for n in strategies.__all__ if callable(getattr(strategies, n))]
     for name in callables:
         assert f"`{name}(" in text, f"{name} is not documented"
-        if name not in ("argument_values", "steps"):  # documented beside `arguments` and `traces`
-            assert any(f"lgst.{name}(" in block for block in EXAMPLES), f"{name} has no example"
+        assert any(f"lgst.{name}(" in block for block in EXAMPLES), f"{name} has no example"
 
 
 @pytest.mark.parametrize("block", EXAMPLES, ids=[re.search(r"def (\w+)", b).group(1) for b in EXAMPLES])  # type: ignore[union-attr]
