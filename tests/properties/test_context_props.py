@@ -159,9 +159,14 @@ def test_dedup_keeps_exactly_one_full_result_per_tool(trace: Trace, preset: str)
 
 
 # ---- the transcript is lossless ---------------------------------------------------------------------------
-def drive(trace: Trace, preset: str) -> tuple[Guard, list[tuple[str, str, str | None]]]:
+# a policy under which every call warns and any repeat blocks, so warned and blocked results occur
+TOUCHY = {"preset": "default", "name": "touchy", "loop_guard": {"warn_at": 1, "block_at": 2, "poll_multiplier": 1}}
+
+
+def drive(trace: Trace, preset: str | dict[str, Any]) -> tuple[Guard, list[tuple[str, str, str | None]]]:
     """Run the trace's events through a Guard as an agent does, and list the messages the run produced:
-    (role, text, tool), in order. Blocked calls are not executed (their message is the block's)."""
+    (role, text, tool), in order. A blocked call is not executed: the agent sees the block's message as
+    an error. A warned call runs and its result carries the warning messages (DESIGN.md §4)."""
     guard = Guard(resolve_policy(preset), context=trace.context)
     plan = turn_plan(trace.steps)
     produced: list[tuple[str, str, str | None]] = []
@@ -194,14 +199,17 @@ def drive(trace: Trace, preset: str) -> tuple[Guard, list[tuple[str, str, str | 
             if before.action == "stop":
                 break
             ran = before.runs
-            guard.after_call(step.call, step.outcome if ran else None, before)
+            decision = guard.after_call(step.call, step.outcome if ran else None, before)
             text = (step.outcome.result_text or "") if ran else f"Error: {before.message or 'blocked'}"
+            if ran and decision.action == "warn":
+                text = "\n\n".join([t for t in (text, *(v.message for v in decision.verdicts
+                                                          if v.action == "warn")) if t])
             produced.append(("tool", text, step.call.tool))
     return guard, produced
 
 
-@given(sessions(max_result_tokens=WINDOW // 2), st.sampled_from(CONTEXT_PRESETS))
-def test_transcript_is_the_sequence_of_events(trace: Trace, preset: str) -> None:
+@given(sessions(max_result_tokens=WINDOW // 2), st.sampled_from(CONTEXT_PRESETS) | st.just(TOUCHY))
+def test_transcript_is_the_sequence_of_events(trace: Trace, preset: str | dict[str, Any]) -> None:
     note(dumps(trace))
     guard, produced = drive(trace, preset)
     transcript = [(e.role, e.text, e.tool) for e in guard.run.transcript]
@@ -214,16 +222,18 @@ def test_transcript_is_the_sequence_of_events(trace: Trace, preset: str) -> None
 
 def test_drive_sees_compactions_and_dedup() -> None:
     # the transcript property is only worth something if the view really was rewritten in those runs
-    rewritten = 0
+    rewritten = warned = blocked = 0
 
     @given(sessions(max_result_tokens=WINDOW // 2))
     def count(trace: Trace) -> None:
-        nonlocal rewritten
-        guard, _ = drive(trace, "default")
+        nonlocal rewritten, warned, blocked
+        guard, produced = drive(trace, TOUCHY)
         rewritten += any(e.replaced or e.role == "summary" for e in guard.run.view.entries)
+        warned += any(role == "tool" and "Warning:" in text for role, text, _ in produced)
+        blocked += any(role == "tool" and text.startswith("Error: Blocked") for role, text, _ in produced)
 
     count()
-    assert rewritten > 0
+    assert rewritten > 0 and warned > 0 and blocked > 0
 
 
 def test_orphans_finds_a_result_without_its_call() -> None:
