@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, note
+from hypothesis import example, given, note
 from hypothesis import strategies as st
 
 from pytest_loopguard import Guard, Trace, replay, resolve_policy
 from pytest_loopguard import strategies as lgst
 from pytest_loopguard.conversation import Entry, PromptView
 from pytest_loopguard.hookspecs import hookimpl
-from pytest_loopguard.model import LLMCall
+from pytest_loopguard.model import LLMCall, Message, ToolCall, ToolResult
 from pytest_loopguard.replay import turn_plan
 from pytest_loopguard.traceio import dumps
 
@@ -134,6 +134,7 @@ def test_sessions_do_compact() -> None:
     compactions = 0
 
     @given(sessions())
+    @example(lgst.build_trace([Message("user", "go"), LLMCall(error=lgst.OVERFLOW_ERRORS[0])]))
     def count(trace: Trace) -> None:
         nonlocal compactions
         probe = ViewProbe(())
@@ -161,6 +162,15 @@ def test_dedup_keeps_exactly_one_full_result_per_tool(trace: Trace, preset: str)
 # ---- the transcript is lossless ---------------------------------------------------------------------------
 # a policy under which every call warns and any repeat blocks, so warned and blocked results occur
 TOUCHY = {"preset": "default", "name": "touchy", "loop_guard": {"warn_at": 1, "block_at": 2, "poll_multiplier": 1}}
+
+
+# a session that warns and blocks under TOUCHY, given as an explicit example so every run covers them
+REPEATS = lgst.build_trace(
+    [Message("user", "Book the cheapest flight"),
+     *[item for _ in range(3) for item in (LLMCall(output_tokens=20),
+                                          (ToolCall.of("browser_snapshot"), ToolResult(text="page", tokens=900)))]],
+    context={"window_tokens": WINDOW},
+)
 
 
 def drive(trace: Trace, preset: str | dict[str, Any]) -> tuple[Guard, list[tuple[str, str, str | None]]]:
@@ -209,6 +219,7 @@ def drive(trace: Trace, preset: str | dict[str, Any]) -> tuple[Guard, list[tuple
 
 
 @given(sessions(max_result_tokens=WINDOW // 2), st.sampled_from(CONTEXT_PRESETS) | st.just(TOUCHY))
+@example(REPEATS, TOUCHY)
 def test_transcript_is_the_sequence_of_events(trace: Trace, preset: str | dict[str, Any]) -> None:
     note(dumps(trace))
     guard, produced = drive(trace, preset)
@@ -225,6 +236,7 @@ def test_drive_sees_compactions_and_dedup() -> None:
     rewritten = warned = blocked = 0
 
     @given(sessions(max_result_tokens=WINDOW // 2))
+    @example(REPEATS)
     def count(trace: Trace) -> None:
         nonlocal rewritten, warned, blocked
         guard, produced = drive(trace, TOUCHY)

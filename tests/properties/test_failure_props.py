@@ -3,10 +3,10 @@ turn that reaches `max_failures`, the next non-done call stops the run, shorter 
 
 from __future__ import annotations
 
-from hypothesis import given, note
+from hypothesis import example, given, note
 from hypothesis import strategies as st
 
-from pytest_loopguard import Policy, Trace, replay, resolve_policy
+from pytest_loopguard import Policy, ToolCall, ToolResult, Trace, replay, resolve_policy
 from pytest_loopguard import strategies as lgst
 from pytest_loopguard.traceio import dumps
 
@@ -31,6 +31,10 @@ def expected(trace: Trace, max_failures: int) -> tuple[int | None, int | None]:
 
 @given(lgst.policies(engines=("failure_tracker",), max_threshold=6) | st.sampled_from(["default", "qa-agent"]),
        lgst.failure_streaks(max_streak=7))
+@example("default", lgst.build_trace([(ToolCall.of("browser_click", {"index": 0}), ToolResult(ok=True))]))
+@example("default", lgst.build_trace(
+    [*((ToolCall.of("browser_click", {"index": i}), ToolResult.failure("Element not found")) for i in range(3)),
+     (ToolCall.of("browser_click", {"index": 3}), ToolResult(ok=True))]))
 def test_forced_done_then_stop_where_the_streaks_say(policy: Policy | str, trace: Trace) -> None:
     note(dumps(trace))
     max_failures = resolve_policy(policy).settings("failure_tracker").max_failures
