@@ -10,7 +10,7 @@ from pytest_loopguard import Trace, load, replay
 from pytest_loopguard import strategies as lgst
 from pytest_loopguard.traceio import trace_to_mapping
 
-QUICK = settings(database=None, max_examples=300)
+QUICK = settings(database=None, max_examples=300, derandomize=True)
 
 
 def blocked(trace: Trace, policy: str = "default") -> bool:
