@@ -168,3 +168,56 @@ def test_messages_and_turns_enter_the_transcript_and_view() -> None:
     assert guard.run.turn is not None and guard.run.turn.calls == (CLICK,)
     guard.end_turn()
     assert guard.run.turn is None
+
+
+def test_verdicts_come_in_policy_order_and_tryfirst_plugins_go_first() -> None:
+    order: list[str] = []
+
+    class Early:
+        @hookimpl(tryfirst=True)
+        def loopguard_before_call(self) -> None:
+            order.append("early")
+
+    class Late:
+        @hookimpl
+        def loopguard_before_call(self) -> None:
+            order.append("late")
+
+    guard = Guard(resolve_policy({"preset": "default", "loop_guard": {"warn_at": 1, "block_at": 9}}),
+                  plugins=[Early(), Late()])
+    decision = call_through(guard, CLICK)
+    assert order[0] == "early"
+    assert decision.action == "warn" and decision.verdicts[0].engine == "loop_guard"
+
+
+def test_a_wrapping_plugin_still_sees_every_call() -> None:
+    seen: list[str] = []
+
+    class Wrapper:
+        @hookimpl(wrapper=True)
+        def loopguard_before_call(self, call: ToolCall) -> Any:
+            seen.append(call.tool)
+            return (yield)
+
+    guard = Guard(resolve_policy({"preset": "default", "loop_guard": {"warn_at": 1, "block_at": 9}}),
+                  plugins=[Wrapper()])
+    assert call_through(guard, CLICK).action == "warn"
+    assert seen == ["browser_click"]
+
+
+def test_a_plugin_registered_after_the_guard_is_built_is_called() -> None:
+    seen: list[bool] = []
+
+    class Recorder:
+        @hookimpl
+        def loopguard_after_call(self, blocked: bool) -> None:
+            seen.append(blocked)
+
+    guard = Guard(resolve_policy("default"))
+    call_through(guard, CLICK)
+    plugin = Recorder()
+    guard.pm.register(plugin)
+    call_through(guard, CLICK)
+    guard.pm.unregister(plugin)
+    call_through(guard, CLICK)
+    assert seen == [False]
