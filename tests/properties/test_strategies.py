@@ -38,9 +38,9 @@ def test_drawn_thresholds_stay_within_their_bounds(overrides: dict[str, object])
     policy: Policy = resolve_policy(overrides)
     lg, rt = policy.settings("loop_guard"), policy.settings("read_tracker")
     assert 2 <= lg.warn_at < lg.block_at <= 6 and 1 <= lg.max_warnings_per_call <= 4
-    assert 1 <= lg.poll_multiplier <= 3
+    assert lg.poll_multiplier in range(1, 4)
     assert 2 <= rt.warn_at < rt.block_at <= 6
-    assert 1 <= policy.settings("failure_tracker").max_failures <= 6
+    assert policy.settings("failure_tracker").max_failures in range(1, 7)
     assert policy.name == overrides["name"] and f"loop_guard.warn_at={lg.warn_at}" in policy.name
 
 
