@@ -52,8 +52,9 @@ def loopguard_turn_start(turn: Turn) -> Any:
 def loopguard_before_call(call: ToolCall, result: ToolResult | None) -> Any:
     """Called before a tool call runs. May return verdicts: `block` skips the call, `stop` ends the run.
 
-    `result` is the call's result when the caller already knows it (replay of a recorded trace), else
-    None. Engines may read only `result.changed` from it (a fact about the file before the call).
+    `result` is None, or a hint whose only meaningful field is `changed` (the file changed outside the
+    agent: a fact known before the call). Replay never passes the recorded outcome here, so engines
+    cannot decide on what the call would return.
     """
 
 

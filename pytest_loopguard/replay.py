@@ -12,11 +12,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .model import Outcome, ReplayResult, Step, StepResult, ToolCall, Trace, Verdict, combine
+from .model import Outcome, ReplayResult, Step, StepResult, ToolCall, ToolResult, Trace, Verdict, combine
 from .policy import Policy, resolve_policy
 from .runtime import Clock, Guard
 
 __all__ = ["execute", "policy_for", "replay", "turn_plan"]
+
+_CHANGED = ToolResult(changed=True)
 
 
 def policy_for(trace: Trace, policy: Any = None) -> tuple[Policy, str]:
@@ -84,7 +86,8 @@ def replay(trace: Trace, policy: Any = None, *, plugins: Sequence[object] = ()) 
             if _ends(verdicts):
                 decision_verdicts = verdicts
             else:
-                before = guard.before_call(call, step.result)
+                # engines learn only what is known before a call runs: whether the file changed outside
+                before = guard.before_call(call, _CHANGED if step.result is not None and step.result.changed else None)
                 ran = before.runs
                 after = guard.after_call(call, step.outcome if ran else None, before)
                 decision_verdicts = verdicts + after.verdicts

@@ -292,3 +292,23 @@ def test_first_intervention(first: int) -> None:
     step = r.first_intervention()
     assert step is not None and (step.index, step.action) == (first, "warn")
     assert replay(trace(FIVE), NO_ENGINES).first_intervention() is None
+
+
+def test_before_call_learns_only_whether_the_file_changed_never_the_recorded_outcome() -> None:
+    from pytest_loopguard.traceio import trace_from_mapping
+
+    seen: list[ToolResult | None] = []
+
+    class Probe:
+        @hookimpl
+        def loopguard_before_call(self, result: ToolResult | None) -> None:
+            seen.append(result)
+
+    trace = trace_from_mapping({"loopguard": 1, "name": "hint", "policy": "qa-agent", "steps": [
+        {"tool": "read_file", "args": {"path": "a"}, "result": {"text": "secret outcome"}},
+        {"tool": "read_file", "args": {"path": "a"}, "result": {"text": "new", "changed": True}},
+        {"tool": "click", "result": {"error": "gone"}},
+    ]})
+    replay(trace, plugins=[Probe()])
+    assert seen[0] is None and seen[2] is None
+    assert seen[1] is not None and seen[1].changed and seen[1].text is None
