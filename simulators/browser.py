@@ -16,6 +16,8 @@ from typing import Any, Final, final
 from pytest_loopguard.errors import ScenarioError
 from pytest_loopguard.model import ToolCall, ToolResult
 
+from .protocols import is_count
+
 __all__ = ["BROWSER_TOOLS", "Element", "FakeBrowser", "Page", "parse_pages"]
 
 BROWSER_TOOLS: Final = (
@@ -93,7 +95,7 @@ def parse_pages(raw: Any, field: str = "env.browser.pages") -> dict[str, Page]:
         counts = []
         for key, default in (("ready_after", 0), ("snapshot_chars", 3000)):
             n = spec.get(key, default)
-            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            if not is_count(n):
                 raise ScenarioError("expected an integer ≥ 0", field=f"{where}.{key}")
             counts.append(n)
         progress = spec.get("progress", True)

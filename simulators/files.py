@@ -15,6 +15,8 @@ from typing import Any, Final, final
 from pytest_loopguard.model import ToolCall, ToolResult
 from pytest_loopguard.runtime import Clock
 
+from .protocols import is_count
+
 __all__ = ["FILE_TOOLS", "FakeFiles"]
 
 FILE_TOOLS: Final = ("read_file", "search_files", "write_file", "patch")
@@ -23,9 +25,7 @@ FILE_TOOLS: Final = ("read_file", "search_files", "write_file", "patch")
 def _int_arg(value: Any, default: int, minimum: int) -> int | None:
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        return None
-    return value
+    return value if is_count(value, minimum) else None
 
 
 @final

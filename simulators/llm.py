@@ -18,7 +18,7 @@ from pytest_loopguard.conversation import Entry, PromptView, chars_over_four
 from pytest_loopguard.errors import ScenarioError
 from pytest_loopguard.model import ToolCall
 
-from .protocols import ModelReply, ProviderError
+from .protocols import ModelReply, ProviderError, is_count
 
 __all__ = [
     "BEHAVIOURS",
@@ -122,7 +122,7 @@ def parse_script(raw: Any, field: str = "agent.script") -> tuple[ScriptTurn, ...
             raise ScenarioError("a script turn needs exactly one of tool, calls, answer, error "
                                 f"(found {', '.join(kinds) or 'none'})", field=where)
         repeat = item.get("repeat", 1)
-        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
+        if not is_count(repeat, 1):
             raise ScenarioError(f"expected a count ≥ 1, got {repeat!r}", field=f"{where}.repeat")
         text = item.get("text")
         if text is not None and not isinstance(text, str):
@@ -320,7 +320,7 @@ class Retrier(_Params):
     def from_params(cls, params: Mapping[str, Any], field: str) -> Retrier:
         cls.check(params, field)
         attempts = params.get("attempts")
-        if attempts is not None and (isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1):
+        if attempts is not None and not is_count(attempts, 1):
             raise ScenarioError("expected a count ≥ 1 (or leave it out: forever)", field=f"{field}.attempts")
         return cls(_call(params.get("call"), f"{field}.call"), attempts,
                    str(params.get("answer", "I could not do it.")))
@@ -348,7 +348,7 @@ class PingPong(_Params):
     def from_params(cls, params: Mapping[str, Any], field: str) -> PingPong:
         cls.check(params, field)
         turns = params.get("turns")
-        if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
+        if turns is not None and not is_count(turns, 1):
             raise ScenarioError("expected a count ≥ 1 (or leave it out: forever)", field=f"{field}.turns")
         return cls(_call(params.get("a"), f"{field}.a"), _call(params.get("b"), f"{field}.b"),
                    turns, str(params.get("answer", "Done.")))

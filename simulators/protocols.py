@@ -45,3 +45,8 @@ class ToolExecutor(Protocol):
     """Runs one tool call and returns its result (errors are results, not exceptions)."""
 
     def execute(self, call: ToolCall) -> ToolResult: ...
+
+
+def is_count(value: object, minimum: int = 0) -> bool:
+    """Whether a scenario value is a whole number ≥ `minimum` (YAML booleans are not numbers)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum

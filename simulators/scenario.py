@@ -24,6 +24,7 @@ from .browser import FakeBrowser, Page, parse_pages
 from .files import FakeFiles
 from .llm import BEHAVIOURS, PROVIDERS, FakeLLM, ForgetfulReader, PingPong, Poller, Retrier, parse_faults, parse_script
 from .loop import AgentLoop, Simulation
+from .protocols import is_count
 from .toolbox import Toolbox
 
 __all__ = ["DEFAULT_MAX_TURNS", "build", "simulate"]
@@ -96,7 +97,7 @@ def _step_expects(raw: Any) -> dict[int, StepExpect]:
         raise ScenarioError("expected a mapping {step index: expectation}", field=field)
     out: dict[int, StepExpect] = {}
     for index, value in raw.items():
-        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        if not is_count(index):
             raise ScenarioError(f"expected a step index ≥ 0, got {index!r}", field=field)
         try:
             step = trace_from_mapping({"loopguard": 1, "name": "x", "steps": [{"done": {}, "expect": value}]})
