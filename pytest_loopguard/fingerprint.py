@@ -5,10 +5,12 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
-__all__ = ["canonical_args", "canonical_json", "fingerprint", "ordered_args_json", "ordered_fingerprint"]
+__all__ = [
+    "canonical_args", "canonical_json", "fingerprint", "key_part", "ordered_args_json", "ordered_fingerprint",
+]
 
 _SEP = "\x1f"  # cannot appear in a tool name we accept, so "a" + "bc" never equals "ab" + "c"
 
@@ -65,3 +67,11 @@ def fingerprint(tool: str, args: Mapping[str, Any]) -> str:
 def ordered_fingerprint(tool: str, args: Mapping[str, Any]) -> str:
     """The as-written identity of a call (`identity: ordered`)."""
     return tool + _SEP + ordered_args_json(args)
+
+
+def key_part(value: Any) -> Hashable:
+    """An argument value usable in an engine's dict key: scalars as they are, containers (rare in the
+    arguments engines key on) by their canonical JSON."""
+    if isinstance(value, (Mapping, list, tuple)):
+        return canonical_json({"v": value})
+    return value  # type: ignore[no-any-return]

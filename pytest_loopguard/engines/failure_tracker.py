@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter, deque
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from ..fingerprint import canonical_json
+from ..fingerprint import key_part
 from ..hookspecs import hookimpl
 from ..model import ToolCall, ToolResult, Verdict
 from .base import Engine, EngineSettings
@@ -71,31 +71,24 @@ _NOT_QUERY_WORD: Final = re.compile(r"[^\w\s]")
 _MISSING: Final = object()  # an absent target argument: equal to itself only, so "missing on both" is the same
 
 
-def _hashable(value: Any) -> Hashable:
-    """A window key for an argument value; containers (rare in these arguments) by their canonical JSON."""
-    if isinstance(value, (Mapping, list, tuple)):
-        return canonical_json({"v": value})
-    return value  # type: ignore[no-any-return]
-
-
 def action_identity(call: ToolCall) -> Hashable:
     """browser-use's normalised identity of a call: what counts as "the same action" in the loop window."""
     tool, args = call.tool, call.args
     if tool == "click":
-        return ("click", _hashable(args.get("index")))
+        return ("click", key_part(args.get("index")))
     if tool == "input":
         text = args.get("text")
-        return ("input", _hashable(args.get("index")), "" if text is None else str(text).strip().lower())
+        return ("input", key_part(args.get("index")), "" if text is None else str(text).strip().lower())
     if tool == "navigate":
-        return ("navigate", _hashable(args.get("url")))
+        return ("navigate", key_part(args.get("url")))
     if tool == "search":
         query = args.get("query")
         words = _NOT_QUERY_WORD.sub(" ", "" if query is None else str(query).lower()).split()
-        return ("search", _hashable(args.get("engine") or "google"), tuple(sorted(set(words))))
+        return ("search", key_part(args.get("engine") or "google"), tuple(sorted(set(words))))
     if tool == "scroll":
         # browser-use scrolls with `down: bool` (default down); an explicit `direction` is taken as written
         direction = args["direction"] if "direction" in args else ("down" if args.get("down", True) else "up")
-        return ("scroll", _hashable(direction), _hashable(args.get("index")))
+        return ("scroll", key_part(direction), key_part(args.get("index")))
     if any(v is None for v in args.values()):
         # null arguments do not distinguish actions; the rare call carrying them is re-keyed without them
         return ToolCall.of(tool, {k: v for k, v in args.items() if v is not None}).fingerprint

@@ -22,11 +22,11 @@ The ordered set of regions read (`regions`) survives compaction: the context eng
 
 from __future__ import annotations
 
-import json
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..fingerprint import key_part
 from ..hookspecs import hookimpl
 from ..model import ToolCall, ToolResult, Verdict
 from .base import Engine, EngineSettings
@@ -52,13 +52,6 @@ class Settings(EngineSettings):
     search_path_default: str = "."
     search_limit_default: int = 50
     search_offset_default: int = 0
-
-
-def _part(value: Any) -> Hashable:
-    """An argument value usable in a key; lists and mappings (rare in read/search args) become JSON."""
-    if isinstance(value, (list, Mapping)):
-        return json.dumps(value, sort_keys=True, default=str)
-    return value  # type: ignore[no-any-return]
 
 
 ReadTrackerSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
@@ -88,24 +81,24 @@ class ReadTracker(Engine):
     def _region(self, args: Mapping[str, Any]) -> Region:
         s = self.settings
         return (
-            _part(args.get("path")),
-            _part(args.get("offset", s.read_offset_default)),
-            _part(args.get("limit", s.read_limit_default)),
+            key_part(args.get("path")),
+            key_part(args.get("offset", s.read_offset_default)),
+            key_part(args.get("limit", s.read_limit_default)),
         )
 
     def _search_key(self, args: Mapping[str, Any]) -> Hashable:
         s = self.settings
         key: tuple[Hashable, ...] = (
             "search",
-            _part(args.get("pattern")),
-            _part(args.get("target", s.search_target_default)),
-            _part(args.get("path", s.search_path_default)),
-            _part(args.get("file_glob")),
+            key_part(args.get("pattern")),
+            key_part(args.get("target", s.search_target_default)),
+            key_part(args.get("path", s.search_path_default)),
+            key_part(args.get("file_glob")),
         )
         if s.search_pagination:
             key += (
-                _part(args.get("limit", s.search_limit_default)),
-                _part(args.get("offset", s.search_offset_default)),
+                key_part(args.get("limit", s.search_limit_default)),
+                key_part(args.get("offset", s.search_offset_default)),
             )
         return key
 
@@ -144,7 +137,7 @@ class ReadTracker(Engine):
                 self._fresh[region] = 0
                 self._fresh_by_path.setdefault(region[0], set()).add(region)
         elif kind == "write" and self.settings.unchanged_stub:
-            self._forget_path(_part(call.args.get("path")))
+            self._forget_path(key_part(call.args.get("path")))
 
     @hookimpl
     def loopguard_compacted(self) -> None:

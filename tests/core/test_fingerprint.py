@@ -87,3 +87,12 @@ def test_tool_call_computes_both_identities_once() -> None:
     assert call.fingerprint == "browser_click\x1f" + call.canonical
     assert call.ordered_fingerprint == "browser_click\x1f" + call.ordered
     assert ToolCall.of("done").args == {} and ToolCall.of("done").canonical == "{}"
+
+
+def test_key_part_keeps_scalars_and_keys_containers_by_canonical_json() -> None:
+    from pytest_loopguard.fingerprint import key_part
+
+    assert key_part("src/a.py") == "src/a.py" and key_part(3) == 3 and key_part(None) is None
+    assert key_part({"b": 1, "a": [1.0]}) == key_part({"a": [1], "b": 1})
+    assert key_part(["a", "b"]) != key_part(["b", "a"])
+    assert hash(key_part({"a": [1]})) == hash(key_part({"a": [1.0]}))
