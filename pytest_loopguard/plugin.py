@@ -23,7 +23,7 @@ from .model import ReplayResult, RunExpect, Step, StepExpect, StepResult, Trace
 from .policy import resolve_policy
 from .replay import execute
 from .report import json_entry, mismatch_table, outcome_line, shorten, status, write_json_report
-from .traceio import SUFFIXES, dumps, load_file
+from .traceio import SUFFIXES, dumps, expect_to_value, load_file
 
 __all__ = ["TraceFile", "TraceItem", "TraceMismatch", "observed_trace"]
 
@@ -345,20 +345,13 @@ def observed_trace(trace: Trace, result: ReplayResult) -> Trace:
     )
     if trace.mode == "simulate":
         recorded = (_observed_step(step, got) for step, got in zip(result.trace.steps, result.steps, strict=True))
-        step_expects = {step.index: _expect_value(step.expect) for step in recorded if step.expect is not None}
+        step_expects = {step.index: expect_to_value(step.expect) for step in recorded if step.expect is not None}
         extensions = {k: v for k, v in trace.extensions.items() if k != SCENARIO_STEP_EXPECTS}
         if step_expects:
             extensions[SCENARIO_STEP_EXPECTS] = step_expects
         return dataclasses.replace(trace, expect=run, extensions=extensions)
     steps = tuple(_observed_step(step, got) for step, got in zip(trace.steps, result.steps, strict=True))
     return dataclasses.replace(trace, steps=steps, expect=run)
-
-
-def _expect_value(expect: StepExpect) -> Any:
-    if expect.short:
-        return expect.action
-    value = {"action": expect.action, "engine": expect.engine, "reason": expect.reason}
-    return {k: v for k, v in value.items() if v is not None}
 
 
 def _observed_step(step: Step, got: StepResult) -> Step:

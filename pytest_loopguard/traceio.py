@@ -39,10 +39,12 @@ __all__ = [
     "SUFFIXES",
     "dump",
     "dumps",
+    "expect_to_value",
     "iter_trace_files",
     "load",
     "load_file",
     "loads",
+    "parse_step_expect",
     "trace_from_mapping",
     "trace_to_mapping",
     "validate_paths",
@@ -167,7 +169,8 @@ def _result(raw: Any, step: int) -> ToolResult:
     return ToolResult(ok=ok, text=text, error=error, tokens=tokens, bytes=size, changed=changed)
 
 
-def _step_expect(raw: Any, step: int) -> StepExpect:
+def parse_step_expect(raw: Any, step: int | None = None) -> StepExpect:
+    """A step expectation from its written form: an action, or {action, engine, reason, message, data}."""
     if isinstance(raw, str):
         return StepExpect(_choice(raw, STEP_ACTIONS, "expect", step, "action"))
     e = _mapping(raw, "expect", step)
@@ -194,7 +197,7 @@ def _step(raw: Any, index: int) -> Step:
     kind = kinds[0]
     allowed = {kind, "expect", "t"} | ({"args", "result"} if kind == "tool" else set())
     _keys(s, allowed, None, index)
-    expect = _step_expect(s["expect"], index) if s.get("expect") is not None else None
+    expect = parse_step_expect(s["expect"], index) if s.get("expect") is not None else None
     t = _int(s["t"], "t", index) if s.get("t") is not None else None
     common: dict[str, Any] = {"expect": expect, "t": t, "extensions": _ext(s)}
     if kind == "tool":
@@ -552,7 +555,8 @@ def _result_to_mapping(r: ToolResult) -> dict[str, Any]:
     return out
 
 
-def _expect_to_value(e: StepExpect) -> Any:
+def expect_to_value(e: StepExpect) -> Any:
+    """The written form of a step expectation (a bare action where it was written as one)."""
     if e.short:
         return e.action
     out: dict[str, Any] = {"action": e.action}
@@ -589,7 +593,7 @@ def step_to_mapping(step: Step) -> dict[str, Any]:
             done["text"] = step.done.text
         out["done"] = done
     if step.expect is not None:
-        out["expect"] = _expect_to_value(step.expect)
+        out["expect"] = expect_to_value(step.expect)
     if step.t is not None:
         out["t"] = step.t
     out.update(step.extensions)

@@ -18,7 +18,7 @@ from pytest_loopguard.errors import ScenarioError, TraceError
 from pytest_loopguard.model import StepExpect, ToolCall, Trace
 from pytest_loopguard.replay import policy_for
 from pytest_loopguard.runtime import Clock
-from pytest_loopguard.traceio import trace_from_mapping
+from pytest_loopguard.traceio import parse_step_expect
 
 from .browser import FakeBrowser, Page, parse_pages
 from .files import FakeFiles
@@ -100,11 +100,9 @@ def _step_expects(raw: Any) -> dict[int, StepExpect]:
         if not is_count(index):
             raise ScenarioError(f"expected a step index ≥ 0, got {index!r}", field=field)
         try:
-            step = trace_from_mapping({"loopguard": 1, "name": "x", "steps": [{"done": {}, "expect": value}]})
+            expect = parse_step_expect(value)
         except TraceError as exc:
             raise ScenarioError(exc.problem, field=f"{field}.{index}") from None
-        expect = step.steps[0].expect
-        assert expect is not None
         out[index] = expect
     return out
 
