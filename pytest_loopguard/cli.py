@@ -6,7 +6,7 @@
     loopguard presets [NAMES...] [--json]                  presets' settings side by side
     loopguard matrix PATHS --policies a,b [--json]         first intervention per trace and policy
     loopguard simulate FILE [-o OUT] [--policy P] [--json] run a scenario and record its trace
-    loopguard bench [--events N] [--policy P...] [--seed S] replay speed per preset
+    loopguard bench [--events N] [--repeat R] [--stream N] [--corpus N] [--json]   speed, side by side
 
 Bad input (a malformed trace, an unknown preset) is reported in a line or two without a traceback and
 exits 2.
@@ -276,13 +276,17 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import bench_table, run_bench  # keeps the synthetic-trace generator off the other commands' path
+    from .benchsuite import run_suite, suite_json, suite_table  # keeps the generator off other commands' path
 
     names = args.policy or [n for n in preset_names() if n not in ALIASES]
     policies = [resolve_policy(n) for n in names]
-    rows = run_bench(policies, events=args.events, seed=args.seed)
-    _out(bench_table(rows))
-    _out(f"{args.events} events per preset, seed {args.seed}")
+    rows = run_suite(policies, events=args.events, repeat=args.repeat, seed=args.seed, stream=args.stream,
+                     corpus=args.corpus)
+    if args.json:
+        _json(suite_json(rows, events=args.events, repeat=args.repeat, seed=args.seed))
+    else:
+        _out(suite_table(rows))
+        _out(f"{args.events} events per replay row, min and median of {args.repeat} repeats, seed {args.seed}")
     return EXIT_OK
 
 
@@ -327,10 +331,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", help="a preset name or policy file (default: the scenario's own)")
     p.add_argument("--json", action="store_true")
 
-    p = add("bench", _cmd_bench, "replay speed of synthetic traces under each preset")
-    p.add_argument("--events", type=int, default=20000, help="events per preset (default 20000)")
+    p = add("bench", _cmd_bench, "replay speed, live checks, construction and loading, as ratios to a bare loop")
+    p.add_argument("--events", type=int, default=5000, help="events per replay row (default 5000)")
     p.add_argument("--policy", action="append", metavar="P", help="a preset or policy file; repeatable")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeat", type=int, default=3, help="repeats per row; min and median are shown (default 3)")
+    p.add_argument("--stream", type=int, default=0, metavar="N", help="also run one N-event JSONL file")
+    p.add_argument("--corpus", type=int, default=0, metavar="N", help="also run a corpus of N trace files")
+    p.add_argument("--json", action="store_true")
     return parser
 
 

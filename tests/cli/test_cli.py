@@ -381,15 +381,6 @@ def test_simulate_writes_a_recorded_trace_that_replays_alike(tmp_path: Path,
 
 
 # ---- bench and usage ---------------------------------------------------------------------------------
-def test_bench_prints_a_row_per_policy(capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, _ = run(capsys, "bench", "--events", "300", "--policy", "default", "--policy", "qa-agent")
-    assert status == 0
-    lines = out.splitlines()
-    assert lines[0].split() == ["policy", "events", "traces", "seconds", "events/s", "µs/event", "interventions"]
-    assert [line.split()[0] for line in lines[2:4]] == ["default", "qa-agent"]
-    assert lines[-1] == "300 events per preset, seed 0"
-
-
 def test_bench_traces_are_seeded_and_reach_the_event_count() -> None:
     first = synthetic_trace("a", random.Random(7), steps=120)
     again = synthetic_trace("a", random.Random(7), steps=120)
