@@ -11,12 +11,14 @@ secrets different ones, so call identities, and with them the verdicts of loop d
 from __future__ import annotations
 
 import re
+import tomllib
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, final
 
 from .errors import RedactionError
 
-__all__ = ["BUILTIN_RULES", "Redactor"]
+__all__ = ["BUILTIN_RULES", "Redactor", "configured_rules"]
 
 # (label, regex). Each pattern anchors on a vendor prefix and asks for a long token body, so ordinary
 # code, paths and hyphenated names ("task-runner", "disk-usage-report") do not match. A named group
@@ -62,27 +64,36 @@ def _compile(label: str, regex: str, where: str) -> _Rule:
 class Redactor:
     """Replaces secrets by placeholders `<redacted:LABEL:N>`, N counting distinct secrets per label.
 
-    `rules`: user regexes, a sequence (placeholders labelled `custom`) or a mapping label → regex.
+    `rules`: user regexes, a sequence (placeholders labelled `custom`) or a mapping label → regex;
+    `extra`: more unnamed regexes (a command line's `--redact` on top of the configured rules).
     `builtin=False` leaves out the built-in patterns (`BUILTIN_RULES`).
     """
 
     __slots__ = ("_counts", "_placeholders", "_rules")
 
-    def __init__(self, rules: Iterable[str] | Mapping[str, str] = (), *, builtin: bool = True) -> None:
+    def __init__(
+        self, rules: Iterable[str] | Mapping[str, str] = (), *, extra: Iterable[str] = (), builtin: bool = True
+    ) -> None:
         compiled = [_Rule(label, re.compile(regex)) for label, regex in BUILTIN_RULES] if builtin else []
+        unnamed: list[str] = []
         if isinstance(rules, Mapping):
             for label, regex in rules.items():
                 if not re.fullmatch(r"[a-z0-9][a-z0-9_-]*", str(label)):
                     raise RedactionError("a rule's name is lowercase letters, digits, '-' or '_'", rule=str(label))
                 compiled.append(_compile(str(label), regex, str(label)))
         else:
-            if isinstance(rules, str):  # one regex given bare would otherwise be read letter by letter
-                rules = [rules]
-            for i, regex in enumerate(rules, 1):
-                compiled.append(_compile(_CUSTOM, regex, f"#{i} {regex!r}"))
+            unnamed += _regexes(rules)
+        unnamed += _regexes(extra)
+        compiled += [_compile(_CUSTOM, regex, f"#{i} {regex!r}") for i, regex in enumerate(unnamed, 1)]
         self._rules = tuple(compiled)
         self._placeholders: dict[str, str] = {}  # secret -> placeholder
         self._counts: dict[str, int] = {}  # label -> distinct secrets so far
+
+    @classmethod
+    def configured(cls, extra: Iterable[str] = (), *, start: str | Path | None = None) -> Redactor:
+        """The built-in rules, the project's `[tool.loopguard] redact` rules (see `configured_rules`) and
+        `extra` regexes (e.g. from a `--redact` option)."""
+        return cls(configured_rules(start), extra=extra)
 
     @property
     def count(self) -> int:
@@ -140,3 +151,34 @@ class Redactor:
             self._counts[label] = n
             placeholder = self._placeholders[secret] = f"<redacted:{label}:{n}>"
         return placeholder
+
+
+def _regexes(rules: Iterable[str]) -> list[str]:
+    # one regex given bare would otherwise be read letter by letter
+    return [rules] if isinstance(rules, str) else list(rules)
+
+
+def configured_rules(start: str | Path | None = None) -> list[str] | dict[str, str]:
+    """The user rules in the nearest `pyproject.toml` (from `start`, default the working folder, upward):
+    `[tool.loopguard] redact`, a list of regexes or a table of name = regex. None there: no rules."""
+    here = Path(start) if start is not None else Path.cwd()
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            return _rules_in(candidate)
+    return []
+
+
+def _rules_in(path: Path) -> list[str] | dict[str, str]:
+    where = f"{path} [tool.loopguard] redact"
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise RedactionError(f"cannot read the rules: {e}", rule=where) from None
+    rules = data.get("tool", {}).get("loopguard", {}).get("redact", [])
+    if isinstance(rules, list) and all(isinstance(r, str) for r in rules):
+        return list(rules)
+    if isinstance(rules, dict) and all(isinstance(r, str) for r in rules.values()):
+        return dict(rules)
+    raise RedactionError("expected a list of regexes or a table of name = regex", rule=where)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from planted_secrets import PEM, PLANTED, USER_RULE, USER_SECRET, assert_no_planted_secret, planted_payload
 
 from pytest_loopguard.errors import RedactionError
-from pytest_loopguard.redact import Redactor
+from pytest_loopguard.redact import Redactor, configured_rules
 
 
 @pytest.mark.parametrize(
@@ -126,3 +127,44 @@ def test_no_planted_secret_survives_value() -> None:
     # and the check itself catches a leak
     with pytest.raises(AssertionError, match="planted secrets survived"):
         assert_no_planted_secret(json.dumps(Redactor().value(planted_payload())))
+
+
+def test_configured_reads_the_nearest_pyproject_upward_and_adds_extra_rules(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(f'[tool.loopguard]\nredact = ["{USER_RULE}"]\n', encoding="utf-8")
+    nested = tmp_path / "a" / "b"
+    nested.mkdir(parents=True)
+    assert configured_rules(nested) == [USER_RULE]
+    r = Redactor.configured(["pw=[0-9]{6}"], start=nested)
+    assert r.text(f"{USER_SECRET} pw=123456 {PLANTED['aws-access-key-id']}") == (
+        "<redacted:custom:1> <redacted:custom:2> <redacted:aws-access-key-id:1>"
+    )
+
+
+def test_configured_rules_may_be_a_table_of_named_regexes(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(f"[tool.loopguard.redact]\nticket = '{USER_RULE}'\n", encoding="utf-8")
+    assert Redactor.configured(start=tmp_path).text(USER_SECRET) == "<redacted:ticket:1>"
+
+
+def test_no_pyproject_or_no_table_means_no_user_rules(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n", encoding="utf-8")
+    assert configured_rules(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("[tool.loopguard]\nredact = 'one-string'\n", "expected a list of regexes or a table of name = regex"),
+        ("[tool.loopguard]\nredact = [1]\n", "expected a list of regexes or a table of name = regex"),
+        ("[tool.loopguard\n", "cannot read the rules"),
+    ],
+)
+def test_a_malformed_configuration_names_the_file_and_table(tmp_path: Path, toml: str, message: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(toml, encoding="utf-8")
+    with pytest.raises(RedactionError) as info:
+        Redactor.configured(start=tmp_path)
+    assert str(info.value).startswith(f"redact rule {tmp_path / 'pyproject.toml'} [tool.loopguard] redact: {message}")
+
+
+def test_a_bad_configured_regex_is_named() -> None:
+    with pytest.raises(RedactionError, match=r"redact rule #2 'b\(': invalid regex"):
+        Redactor(["a"], extra=["b("])
