@@ -37,6 +37,7 @@ BUILTIN_RULES: tuple[tuple[str, str], ...] = (
 )
 
 _CUSTOM = "custom"
+_PLACEHOLDER = re.compile(r"<redacted:[a-z0-9][a-z0-9_-]*:[0-9]+>")
 
 
 @final
@@ -102,25 +103,27 @@ class Redactor:
 
     def text(self, s: str) -> str:
         """`s` with every secret replaced by its placeholder."""
-        spans: list[tuple[int, int, str]] = []
+        # placeholders already in the text are kept as they are (a label of None), so redacting twice
+        # changes nothing: a user rule never eats into one
+        spans: list[tuple[int, int, str | None]] = [(m.start(), m.end(), None) for m in _PLACEHOLDER.finditer(s)]
         for rule in self._rules:
             for m in rule.pattern.finditer(s):
                 start, end = m.span(rule.group)
                 if end > start:
                     spans.append((start, end, rule.label))
-        if not spans:
+        if not spans or all(label is None for _, _, label in spans):
             return s
         # matches of different rules may overlap (a key inside a bearer header): earliest first, then
         # the longest, then the earlier (more specific) rule; a span overlapping one already taken is
         # dropped, so nothing is redacted twice
-        spans.sort(key=lambda span: (span[0], -span[1]))
+        spans.sort(key=lambda span: (span[0], -span[1], span[2] is not None))
         out: list[str] = []
         pos = 0
         for start, end, label in spans:
             if start < pos:
                 continue
             out.append(s[pos:start])
-            out.append(self._placeholder(s[start:end], label))
+            out.append(s[start:end] if label is None else self._placeholder(s[start:end], label))
             pos = end
         out.append(s[pos:])
         return "".join(out)
