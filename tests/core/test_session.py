@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from planted_secrets import PLANTED, assert_no_planted_secret
 
+from pytest_loopguard.conversation import chars_over_four
 from pytest_loopguard.errors import SessionError
 from pytest_loopguard.model import LLMCall, StepResult, Task, ToolCall, ToolResult
 from pytest_loopguard.replay import replay
@@ -133,3 +134,144 @@ def test_the_recording_keeps_no_planted_secret(tmp_path: Path) -> None:
     with Session("default", record=path, now_ms=clock) as session:
         drive(session, random.Random(3), clock, model_calls=True)
     assert_no_planted_secret(path.read_text(encoding="utf-8"))
+
+
+def read(path: str) -> ToolCall:
+    return ToolCall.of("read_file", {"path": path})
+
+
+def test_a_warned_call_returns_the_agents_own_result_with_the_warning_appended(tmp_path: Path) -> None:
+    secret = PLANTED["openai-key"]
+    with Session("default", record=tmp_path / "run.jsonl", now_ms=None) as session:
+        replies = []
+        for _ in range(3):  # default: identical reads warn at the third
+            assert session.before_call(read("a.py")).runs
+            replies.append(session.after_call(read("a.py"), f"KEY={secret}"))
+    assert [r.action for r in replies] == ["allow", "allow", "warn"]
+    assert replies[0].content == f"KEY={secret}" and not replies[0].is_error
+    warnings = [v.message for v in replies[2].decision.verdicts if v.action == "warn"]
+    assert warnings and replies[2].content == f"KEY={secret}\n\n" + "\n".join(warnings)
+    recorded = load(tmp_path / "run.jsonl")
+    assert [s.outcome.text for s in recorded.steps] == ["KEY=<redacted:openai-key:1>"] * 3
+    # counted on the agent's text, before redaction (the default counter: characters / 4)
+    assert [s.outcome.tokens for s in recorded.steps] == [chars_over_four(f"KEY={secret}")] * 3 != [
+        chars_over_four("KEY=<redacted:openai-key:1>")] * 3
+
+
+def test_a_blocked_call_is_not_run_and_its_reply_is_the_block_as_an_error(tmp_path: Path) -> None:
+    with Session("default", record=tmp_path / "run.jsonl", now_ms=None) as session:
+        for _ in range(3):
+            session.before_call(read("a.py"))
+            session.after_call(read("a.py"), "same")
+        decision = session.before_call(read("a.py"))
+        assert decision.action == "block" and not decision.runs
+        reply = session.after_call(read("a.py"), "ignored: the call did not run")
+    assert reply.is_error and not reply.ran
+    assert reply.content == f"Error: {decision.message}"
+    assert load(tmp_path / "run.jsonl").steps[-1].result is None  # a blocked call has no result
+
+
+def test_a_stop_at_a_turns_start_records_the_turns_calls_as_not_reached(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    two_turns = {"preset": "default", "context": {"max_turns": 1}}  # the second turn's start stops the run
+    with Session(two_turns, record=path, now_ms=None) as session:
+        session.llm_result(LLMCall(100, 10), [read("a.py")])
+        session.before_call(read("a.py"))
+        session.after_call(read("a.py"), "x")
+        assert session.llm_result(LLMCall(200, 10), [read("b.py"), read("c.py")]).action == "stop"
+        with pytest.raises(SessionError, match=r"after the run ended \(exhausted at step 2 by context\)"):
+            session.before_call(read("b.py"))
+    assert session.ended
+    result = replay(load(path))
+    assert timeline(session.steps) == timeline(result.steps)
+    assert [s.action for s in session.steps][-2:] == ["not_reached", "not_reached"]
+
+
+@pytest.mark.parametrize(
+    ("events", "message"),
+    [
+        (lambda s: s.before_call(read("b.py")), r"call read_file \{\"path\":\"b\.py\"\} was not announced by the model's response; "
+         r"expected read_file \{\"path\":\"a\.py\"\}"),
+        (lambda s: s.after_call(read("a.py"), "x"), r"after_call for read_file.* without its before_call"),
+        (lambda s: s.before_llm(), r"before_llm while calls of the last response were never reported"),
+        (lambda s: (s.before_call(read("a.py")), s.message("user", "hi")), r"message before after_call reported"),
+    ],
+)
+def test_events_out_of_replays_order_are_refused(events: Any, message: str) -> None:
+    with Session("default", now_ms=None) as session:
+        session.llm_result(LLMCall(100, 10), [read("a.py")])
+        with pytest.raises(SessionError, match=message):
+            events(session)
+
+
+def test_a_session_that_started_without_model_calls_cannot_report_one_later() -> None:
+    with Session("default", now_ms=None) as session:
+        session.before_call(read("a.py"))
+        session.after_call(read("a.py"), "x")
+        with pytest.raises(SessionError, match="report model calls from the start"):
+            session.before_llm()
+
+
+def test_an_exception_in_the_loop_records_the_pending_call_and_an_unsuccessful_end(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with pytest.raises(RuntimeError, match="tool crashed"), Session("default", record=path, now_ms=None) as session:
+        session.message("user", "go")
+        session.llm_result(LLMCall(100, 10), [read("a.py")])
+        session.before_call(read("a.py"))
+        raise RuntimeError("tool crashed")
+    trace = load(path)
+    assert [s.kind for s in trace.steps] == ["message", "llm", "tool", "done"]
+    assert trace.steps[2].outcome.error == "the run ended before the call returned: RuntimeError: tool crashed"
+    assert trace.steps[3].done is not None and trace.steps[3].done.success is False
+    assert session.outcome == "completed" == replay(trace).outcome
+    with pytest.raises(SessionError, match="after the session was closed"):
+        session.message("user", "more")
+
+
+def test_a_run_that_just_ends_is_incomplete_or_exhausted_as_replay_says(tmp_path: Path) -> None:
+    for max_turns, expected in ((None, "incomplete"), (2, "exhausted")):
+        path = tmp_path / f"run-{max_turns}.jsonl"
+        with Session("default", record=path, max_turns=max_turns, now_ms=None) as session:
+            for name in ("a.py", "b.py"):
+                session.llm_result(LLMCall(100, 10), [read(name)])
+                session.before_call(read(name))
+                session.after_call(read(name), "x")
+            assert session.outcome is None
+        assert session.outcome == expected == replay(load(path)).outcome
+
+
+def test_a_done_kind_call_completes_the_run() -> None:
+    with Session("default", now_ms=None) as session:
+        session.llm_result(LLMCall(100, 10), [ToolCall.of("done", {"answer": "42"}), read("late.py")])
+        session.before_call(ToolCall.of("done", {"answer": "42"}))
+        session.after_call(ToolCall.of("done", {"answer": "42"}), "ok")
+    assert session.outcome == "completed"
+    assert [s.action for s in session.steps] == ["allow", "allow", "not_reached"]
+
+
+def test_the_prompt_count_given_before_the_call_is_what_the_recording_says(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with Session("hermes", record=path, now_ms=None) as session:
+        session.before_llm(prompt_tokens=5_000)
+        session.llm_result(LLMCall(input_tokens=5_400, output_tokens=12))
+        session.llm_result(LLMCall(input_tokens=6_000, output_tokens=12))  # no before_llm: the provider's count
+    steps = load(path).steps
+    assert steps[0].llm is not None and steps[0].llm.input_tokens == 5_000
+    assert steps[0].extensions == {"x-input_tokens": 5_400}
+    assert steps[1].llm is not None and steps[1].llm.input_tokens == 6_000 and steps[1].extensions == {}
+
+
+def test_the_clock_gives_each_step_its_time_since_the_start(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    clock = FakeClock()
+    with Session("default", record=path, now_ms=clock) as session:
+        clock.now += 250
+        session.message("user", "go")
+        clock.now += 1_000
+        session.phase("act")
+    assert [s.t for s in load(path).steps] == [250, 1_250]
+
+
+def test_a_phase_must_be_known() -> None:
+    with Session("default", now_ms=None) as session, pytest.raises(ValueError, match="unknown phase 'testing'"):
+        session.phase("testing")
