@@ -190,7 +190,8 @@ def test_a_stop_at_a_turns_start_records_the_turns_calls_as_not_reached(tmp_path
 @pytest.mark.parametrize(
     ("events", "message"),
     [
-        (lambda s: s.before_call(read("b.py")), r"call read_file \{\"path\":\"b\.py\"\} was not announced by the model's response; "
+        (lambda s: s.before_call(read("b.py")),
+         r"call read_file \{\"path\":\"b\.py\"\} was not announced by the model's response; "
          r"expected read_file \{\"path\":\"a\.py\"\}"),
         (lambda s: s.after_call(read("a.py"), "x"), r"after_call for read_file.* without its before_call"),
         (lambda s: s.before_llm(), r"before_llm while calls of the last response were never reported"),
