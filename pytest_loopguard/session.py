@@ -31,11 +31,14 @@ from typing import Any, Literal, final
 
 from .errors import SessionError
 from .model import (
+    ORIGINS,
     PHASES,
     Done,
     LLMCall,
     Message,
+    Origin,
     Outcome,
+    Rejected,
     Step,
     StepResult,
     Task,
@@ -48,6 +51,7 @@ from .policy import resolve_policy
 from .recorder import Recorder
 from .redact import Redactor
 from .runtime import Clock, Decision, Guard
+from .traceio import ORIGIN_ROLES
 
 __all__ = ["Session", "ToolReply", "monotonic_ms"]
 
@@ -99,6 +103,7 @@ class Session:
     `policy`: a preset name, a policy mapping, a YAML path or a Policy (name a preset, a mapping or a path
     for the recording to say which policy it ran under). `now_ms`: the time source for the run clock and
     the steps' `t` (default `monotonic_ms`; None keeps a virtual clock that only backoffs advance).
+    `agent`: the acting agent's name on every recorded step (multi-agent runs; `session.agent` may change).
     The other keywords go to the recording's header (`name`, `description`, `tags`, `source`) and to the
     Recorder (`redactor`, `redact`, `overwrite`).
     """
@@ -113,6 +118,7 @@ class Session:
         max_turns: int | None = None,
         plugins: Sequence[object] = (),
         now_ms: Callable[[], int] | None = monotonic_ms,
+        agent: str | None = None,
         name: str | None = None,
         description: str = "",
         tags: Sequence[str] = (),
@@ -127,6 +133,7 @@ class Session:
         self.guard = Guard(resolved, task=task, objective=task.objective if task else "", context=context,
                            clock=self.clock, plugins=plugins)
         self.max_turns = max_turns
+        self.agent = agent  # the acting agent's name, written on every step (set it as agents take turns)
         if isinstance(record, Recorder) or record is None:
             self.recorder = record
         else:
@@ -169,16 +176,24 @@ class Session:
         return "exhausted" if self.max_turns is not None and self.guard.run.turns >= self.max_turns else "incomplete"
 
     # ---- messages and phases --------------------------------------------------------------------------
-    def message(self, role: Literal["user", "system", "assistant"] | Message, text: str = "") -> Decision:
-        """A message in the conversation (the user's prompt, a system note)."""
-        msg = role if isinstance(role, Message) else Message(role, text)
-        if msg.role not in ("user", "system", "assistant"):
-            raise ValueError(f"unknown role {msg.role!r}; expected user, system or assistant")
-        msg = Message(msg.role, self._text(msg.text))
+    def message(
+        self,
+        role: Literal["user", "system", "assistant"] | Message,
+        text: str = "",
+        *,
+        origin: Origin | None = None,
+        name: str | None = None,
+    ) -> Decision:
+        """A message in the conversation. `origin` says who wrote it: `user` (a person; the default for role
+        user), `harness` (automated feedback) or `agent` (another agent, named by `name`). Only a person's
+        prompt resets what the policy resets per prompt."""
+        msg = role if isinstance(role, Message) else Message(role, text, origin, name)
+        _check_message(msg)
         self._check("message")
+        msg = Message(msg.role, self._text(msg.text), msg.origin, msg.name)
         t = self._tick()
-        if msg.role == "user" and not self.guard.run.objective:
-            self.guard.run.objective = msg.text  # replay takes the first user message as the objective
+        if msg.from_user and not self.guard.run.objective:
+            self.guard.run.objective = msg.text  # replay takes the first person's message as the objective
         d = self.guard.message(msg)
         self._write(Step(0, "message", message=msg, t=t), d.verdicts)
         return d
@@ -235,6 +250,33 @@ class Session:
             raise SessionError("a failed model call asks for no tool calls")
         extra = {"x-input_tokens": llm.input_tokens} if llm.input_tokens not in (None, prompt_tokens) else {}
         self._write(Step(0, "llm", llm=recorded, t=t, extensions=extra), verdicts)
+        return Decision(combine(verdicts), verdicts)
+
+    def rejected(self, reason: str, text: str | None = None, llm: LLMCall | None = None) -> Decision:
+        """A model response the harness refused (no usable call, or several where one is required): a turn
+        with no accepted call. `text`: what the model said; `llm`: the response's usage (tokens only)."""
+        if not reason:
+            raise ValueError("a rejected turn needs a reason (e.g. 'no tool call')")
+        if self._llm is not None:
+            # before_llm already ran for this response: report its usage as the model call's result, so
+            # the recording's `rejected.llm` replays through the same hooks in the same order
+            t, prompt_tokens, verdicts = self._llm
+            self._llm = None
+            answered = LLMCall(prompt_tokens, llm.output_tokens if llm is not None else None)
+            verdicts += self.guard.llm_result(answered).verdicts
+            refused = Rejected(reason, self._opt_text(text), None)
+            verdicts += self.guard.rejected(refused).verdicts
+            refused = Rejected(reason, refused.text, answered)
+        else:
+            self._check("rejected")
+            if self._announced:
+                raise SessionError(f"rejected while calls of the last response were never reported: "
+                                   f"{', '.join(c.short() for c in self._announced)}")
+            t = self._tick()
+            usage = LLMCall(llm.input_tokens, llm.output_tokens) if llm is not None else None
+            refused = Rejected(reason, self._opt_text(text), usage)
+            verdicts = self.guard.rejected(refused).verdicts
+        self._write(Step(0, "rejected", rejected=refused, t=t), verdicts)
         return Decision(combine(verdicts), verdicts)
 
     # ---- tool calls -----------------------------------------------------------------------------------
@@ -371,7 +413,7 @@ class Session:
     def _write(self, step: Step, verdicts: tuple[Verdict, ...]) -> None:
         index = len(self._steps)
         if self.recorder is not None:
-            self.recorder.write(replace(step, index=index), redacted=True)
+            self.recorder.write(replace(step, index=index, agent=self.agent), redacted=True)
         action = combine(verdicts)
         tool = step.call.tool if step.call is not None else None
         self._steps.append(StepResult(index, step.kind, tool, action, verdicts))
@@ -390,9 +432,22 @@ class Session:
         for call in self._announced:
             index = len(self._steps)
             if self.recorder is not None:
-                self.recorder.write(Step(index, "tool", call=self._guarded(call)), redacted=True)
+                self.recorder.write(Step(index, "tool", call=self._guarded(call), agent=self.agent), redacted=True)
             self._steps.append(StepResult(index, "tool", call.tool, "not_reached"))
         self._announced = []
+
+
+def _check_message(msg: Message) -> None:
+    if msg.role not in ("user", "system", "assistant"):
+        raise ValueError(f"unknown role {msg.role!r}; expected user, system or assistant")
+    if msg.origin is not None:
+        if msg.origin not in ORIGINS:
+            raise ValueError(f"unknown origin {msg.origin!r}; expected one of {', '.join(ORIGINS)}")
+        if msg.role not in ORIGIN_ROLES[msg.origin]:
+            raise ValueError(f"a message with origin {msg.origin!r} has role "
+                             f"{' or '.join(ORIGIN_ROLES[msg.origin])}, got {msg.role!r}")
+    if (msg.origin == "agent") != (msg.name is not None):
+        raise ValueError("`name` names the other agent: it goes with origin 'agent', and only there")
 
 
 def _ends(verdicts: tuple[Verdict, ...]) -> bool:

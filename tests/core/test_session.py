@@ -58,6 +58,16 @@ def drive(session: Session, rng: random.Random, clock: FakeClock, *, model_calls
         for _ in range(rng.choice([1, 1, 1, 2, 3])):
             last = last if rng.random() < 0.55 else ToolCall.of(*rng.choice(TOOLS))
             calls.append(last)
+        if turn % 5 == 4:
+            session.message("user", f"Harness: {turn} turns used", origin="harness")
+        if rng.random() < 0.12:  # the harness refuses the response: no usable call
+            if model_calls and rng.random() < 0.5:
+                session.before_llm(rng.choice([None, 2_000]))
+            usage = LLMCall(rng.randint(500, 9_000), rng.randint(1, 50)) if rng.random() < 0.5 else None
+            session.rejected("no tool call", "I think I am done?", usage)
+            if session.ended:
+                return
+            continue
         if model_calls:
             while True:
                 session.before_llm(rng.choice([None, 900, 12_000, 60_000]))
@@ -78,7 +88,9 @@ def drive(session: Session, rng: random.Random, clock: FakeClock, *, model_calls
             if decision.runs:
                 r = rng.random()
                 text = f"output {rng.randint(0, 3)} " * rng.randint(0, 600)
-                result = ToolResult.failure("command failed") if r < 0.3 else text if r < 0.6 else ToolResult(text=text)
+                result = (ToolResult.failure("command failed") if r < 0.25
+                          else ToolResult(ok=False, text=text, exit_code=2) if r < 0.35
+                          else text if r < 0.6 else ToolResult(text=text, exit_code=0))
             session.after_call(call, result)
             if session.ended:
                 return
@@ -96,7 +108,8 @@ def live_and_replayed(tmp_path: Path, preset: str, seed: int, *, model_calls: bo
     clock = FakeClock()
     task = Task("Fix the failing test", "explore", {"max_tool_calls": 40}) if seed % 3 == 0 else None
     context = {"window_tokens": 16_000} if seed % 2 else None
-    with Session(preset, record=path, task=task, context=context, max_turns=30, now_ms=clock) as session:
+    with Session(preset, record=path, task=task, context=context, max_turns=30, now_ms=clock,
+                 agent="coder" if seed % 2 else None) as session:
         drive(session, random.Random(seed), clock, model_calls=model_calls)
     return session, replay(load(path))
 
@@ -117,15 +130,18 @@ def test_a_recorded_live_run_replays_to_the_live_verdicts(tmp_path: Path, preset
 
 def test_the_preset_runs_cover_every_kind_of_intervention(tmp_path: Path) -> None:
     seen: set[str] = set()
+    kinds: set[str] = set()
     outcomes: set[str | None] = set()
     for preset in ("default", "qa-agent", "claw-code", "spacebot-channel"):
         for seed in range(6):
             for model_calls in (True, False):
                 session, _ = live_and_replayed(tmp_path, preset, seed, model_calls=model_calls)
                 seen |= {s.action for s in session.steps}
+                kinds |= {s.kind for s in session.steps}
                 outcomes.add(session.outcome)
     assert {"warn", "block", "stop", "retry", "compact_retry", "fail", "not_reached"} <= seen
-    assert {"completed", "stopped", "failed", "exhausted"} <= outcomes
+    assert {"rejected", "message", "phase", "done"} <= kinds
+    assert {"completed", "stopped", "failed"} <= outcomes  # exhausted: see the turn-start stop test
 
 
 def test_the_recording_keeps_no_planted_secret(tmp_path: Path) -> None:
@@ -276,3 +292,42 @@ def test_the_clock_gives_each_step_its_time_since_the_start(tmp_path: Path) -> N
 def test_a_phase_must_be_known() -> None:
     with Session("default", now_ms=None) as session, pytest.raises(ValueError, match="unknown phase 'testing'"):
         session.phase("testing")
+
+
+def test_messages_keep_their_origin_and_steps_their_agent(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with Session("default", record=path, agent="planner", now_ms=None) as session:
+        session.message("user", "feedback", origin="harness")
+        session.message("user", "the real task")
+        session.agent = "coder"
+        session.message("assistant", "over to you", origin="agent", name="planner")
+    trace = load(path)
+    assert [(s.message.origin, s.message.name, s.agent) for s in trace.steps if s.message] == [
+        ("harness", None, "planner"), (None, None, "planner"), ("agent", "planner", "coder")]
+    assert trace.objective == "the real task" == session.guard.run.objective  # harness feedback is not the task
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"role": "system", "origin": "user"}, "a message with origin 'user' has role user, got 'system'"),
+        ({"role": "user", "origin": "agent"}, "`name` names the other agent"),
+        ({"role": "user", "name": "bob"}, "`name` names the other agent"),
+        ({"role": "user", "origin": "robot"}, "unknown origin 'robot'"),
+    ],
+)
+def test_a_message_that_the_format_cannot_hold_is_refused(kwargs: dict[str, Any], message: str) -> None:
+    with Session("default", now_ms=None) as session, pytest.raises(ValueError, match=message):
+        session.message(**kwargs)
+
+
+def test_a_rejected_response_after_before_llm_records_its_usage(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    with Session("browser-use", record=path, now_ms=None) as session:
+        session.before_llm(prompt_tokens=700)
+        session.rejected("no tool call", "Thinking out loud", LLMCall(900, 30))
+        session.rejected("several calls where one is required")
+    steps = load(path).steps
+    assert steps[0].rejected is not None and steps[0].rejected.llm == LLMCall(700, 30)
+    assert steps[1].rejected is not None and steps[1].rejected.llm is None
+    assert timeline(session.steps) == timeline(replay(load(path)).steps)
