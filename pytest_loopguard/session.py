@@ -50,6 +50,7 @@ from .model import (
 from .policy import resolve_policy
 from .recorder import Recorder
 from .redact import Redactor
+from .replay import turn_plan
 from .runtime import Clock, Decision, Guard
 from .traceio import ORIGIN_ROLES
 
@@ -156,6 +157,7 @@ class Session:
         self.stopped_at: int | None = None
         self.stopped_by: str | None = None
         self._closed = False
+        self._fed_t: int | None = None  # a fed step's recorded time stands in for the time source
 
     # ---- results --------------------------------------------------------------------------------------
     @property
@@ -341,6 +343,43 @@ class Session:
                 shown = body + shown[len(redacted_body):]
         return ToolReply(decision, shown, not ran or (recorded is not None and not recorded.ok))
 
+    # ---- a recorded run, fed live --------------------------------------------------------------------------
+    def feed(self, steps: Sequence[Step]) -> None:
+        """Report recorded steps as a live agent would, honouring each decision: a blocked call's result
+        is not passed on, and feeding stops when the run ends. A step's `t` stands in for the time source.
+
+        `loopguard bench --session` measures the session's own cost this way; it also re-records (and so
+        redacts) an existing trace. Steps the session API cannot express in order (tool steps before the
+        first `llm` step of a trace that has them) raise SessionError.
+        """
+        plan = turn_plan(steps)
+        for step in steps:
+            if self.ended:
+                break
+            self._fed_t = step.t
+            try:
+                self._feed_one(step, plan.get(step.index, ()))
+            finally:
+                self._fed_t = None
+
+    def _feed_one(self, step: Step, calls: tuple[ToolCall, ...]) -> None:
+        if step.call is not None:
+            changed = step.result is not None and step.result.changed
+            decision = self.before_call(step.call, changed=changed)
+            self.after_call(step.call, step.result if decision.runs else None)
+        elif step.llm is not None:
+            self.before_llm(step.llm.input_tokens)
+            self.llm_result(step.llm, () if step.llm.failed else calls)
+        elif step.message is not None:
+            self.message(step.message)
+        elif step.phase is not None:
+            self.phase(step.phase)
+        elif step.rejected is not None:
+            llm = step.rejected.llm
+            self.rejected(step.rejected.reason, step.rejected.text, llm)
+        elif step.done is not None:
+            self.done(step.done.success, step.done.text)
+
     # ---- the end --------------------------------------------------------------------------------------
     def done(self, success: bool | None = None, text: str = "") -> Decision:
         """The agent's final answer: the run is completed (unless a verdict on it stops it)."""
@@ -405,6 +444,9 @@ class Session:
         return call if args is call.args else ToolCall.of(call.tool, args)
 
     def _tick(self) -> int | None:
+        if self._fed_t is not None:
+            self.clock.set(self._fed_t)
+            return self.clock.now_ms
         if self._now is None:
             return None
         self.clock.set(self._now() - self._t0)
