@@ -40,6 +40,7 @@ from .model import (
     Outcome,
     Rejected,
     Step,
+    StepKind,
     StepResult,
     Task,
     ToolCall,
@@ -197,7 +198,7 @@ class Session:
         if msg.from_user and not self.guard.run.objective:
             self.guard.run.objective = msg.text  # replay takes the first person's message as the objective
         d = self.guard.message(msg)
-        self._write(Step(0, "message", message=msg, t=t), d.verdicts)
+        self._write(d.verdicts, "message", message=msg, t=t)
         return d
 
     def phase(self, phase: str) -> Decision:
@@ -206,7 +207,7 @@ class Session:
         self._check("phase")
         t = self._tick()
         d = self.guard.phase(phase)
-        self._write(Step(0, "phase", phase=phase, t=t), d.verdicts)
+        self._write(d.verdicts, "phase", phase=phase, t=t)
         return d
 
     # ---- model calls ----------------------------------------------------------------------------------
@@ -251,7 +252,7 @@ class Session:
         elif calls:
             raise SessionError("a failed model call asks for no tool calls")
         extra = {"x-input_tokens": llm.input_tokens} if llm.input_tokens not in (None, prompt_tokens) else {}
-        self._write(Step(0, "llm", llm=recorded, t=t, extensions=extra), verdicts)
+        self._write(verdicts, "llm", llm=recorded, t=t, extensions=extra)
         return Decision(combine(verdicts), verdicts)
 
     def rejected(self, reason: str, text: str | None = None, llm: LLMCall | None = None) -> Decision:
@@ -278,7 +279,7 @@ class Session:
             usage = LLMCall(llm.input_tokens, llm.output_tokens) if llm is not None else None
             refused = Rejected(reason, self._opt_text(text), usage)
             verdicts = self.guard.rejected(refused).verdicts
-        self._write(Step(0, "rejected", rejected=refused, t=t), verdicts)
+        self._write(verdicts, "rejected", rejected=refused, t=t)
         return Decision(combine(verdicts), verdicts)
 
     # ---- tool calls -----------------------------------------------------------------------------------
@@ -315,23 +316,20 @@ class Session:
         guarded = pending.guarded
         if pending.before is None:  # the turn's start stopped the run: the call never reached the engines
             decision = Decision(combine(pending.opened), pending.opened)
-            self._write(Step(0, "tool", call=guarded, t=pending.t), pending.opened)
+            self._write(pending.opened, "tool", call=guarded, t=pending.t)
             return ToolReply(decision, f"Error: {decision.message or decision.action}", True)
         ran = pending.before.runs
         given = ToolResult(text=result) if isinstance(result, str) else result
         # a blocked call (or one that gave nothing) records only whether its file changed
         recorded: ToolResult | None = _CHANGED if pending.changed else None
         if ran and given is not None:
-            body = given.result_text
-            # counted before redaction and recorded, so replay feeds the prompt view the same figures
-            tokens = given.tokens
-            if tokens is None and body is not None:
-                tokens = self.guard.run.view.count_tokens(body)
-            recorded = replace(given, text=self._opt_text(given.text), error=self._opt_text(given.error), tokens=tokens,
-                               changed=given.changed or pending.changed)
+            text, error, changed = self._opt_text(given.text), self._opt_text(given.error), pending.changed
+            recorded = given
+            if text is not given.text or error is not given.error or (changed and not given.changed):
+                recorded = replace(given, text=text, error=error, changed=given.changed or changed)
         after = self.guard.after_call(guarded, (recorded or _OK) if ran else None, pending.before)
         verdicts = pending.opened + after.verdicts
-        self._write(Step(0, "tool", call=guarded, result=recorded, t=pending.t), verdicts)
+        self._write(verdicts, "tool", call=guarded, result=recorded, t=pending.t)
         if ran and not self.ended and self.guard.run.kind(guarded) == "done":
             self._end("completed")
         decision = Decision(combine(verdicts), verdicts)
@@ -387,7 +385,7 @@ class Session:
         t = self._tick()
         done = Done(success, self._text(text))
         d = self.guard.done(done)
-        self._write(Step(0, "done", done=done, t=t), d.verdicts)
+        self._write(d.verdicts, "done", done=done, t=t)
         if not self.ended:
             self._end("completed")
         return d
@@ -452,10 +450,11 @@ class Session:
         self.clock.set(self._now() - self._t0)
         return self.clock.now_ms
 
-    def _write(self, step: Step, verdicts: tuple[Verdict, ...]) -> None:
+    def _write(self, verdicts: tuple[Verdict, ...], kind: StepKind, **fields: Any) -> None:
         index = len(self._steps)
+        step = Step(index, kind, agent=self.agent, **fields)
         if self.recorder is not None:
-            self.recorder.write(replace(step, index=index, agent=self.agent), redacted=True)
+            self.recorder.write(step, redacted=True)
         action = combine(verdicts)
         tool = step.call.tool if step.call is not None else None
         self._steps.append(StepResult(index, step.kind, tool, action, verdicts))
