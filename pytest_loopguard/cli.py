@@ -282,8 +282,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     policies = [resolve_policy(n) for n in names]
     rows = run_bench(policies, events=args.events, seed=args.seed, session=args.session)
     _out(bench_table(rows))
-    what = "fed live through a recording Session" if args.session else "replayed"
-    _out(f"{args.events} events per preset {what}, seed {args.seed}")
+    live = " fed live through a recording Session" if args.session else ""
+    _out(f"{args.events} events per preset{live}, seed {args.seed}")
     return EXIT_OK
 
 
