@@ -131,9 +131,6 @@ class Session:
     ) -> None:
         resolved = resolve_policy(policy)
         self.policy = resolved
-        self.clock = Clock()
-        self.guard = Guard(resolved, task=task, objective=task.objective if task else "", context=context,
-                           clock=self.clock, plugins=plugins)
         self.max_turns = max_turns
         self.agent = agent  # the acting agent's name, written on every step (set it as agents take turns)
         if isinstance(record, Recorder) or record is None:
@@ -144,14 +141,19 @@ class Session:
                 record, name=name, policy=spec, task=task, context=context, description=description, tags=tags,
                 source=source, max_turns=max_turns, redactor=redactor, redact=redact, overwrite=overwrite,
             )
+        # with redaction on, the Guard is fed what the recording holds, so live and replayed verdicts
+        # agree to the token; what the agent is told to send back keeps its own text
+        self._redactor = self.recorder.redactor if self.recorder is not None else None
+        if task is not None and self._redactor is not None:
+            task = replace(task, objective=self._redactor.text(task.objective))  # as the header has it
+        self.clock = Clock()
+        self.guard = Guard(resolved, task=task, objective=task.objective if task else "", context=context,
+                           clock=self.clock, plugins=plugins)
         self._now = now_ms
         self._t0 = now_ms() if now_ms is not None else 0
         self._steps: list[StepResult] = []
         self._mode: Literal["calls", "model"] | None = None  # how turns start, fixed by the first call event
         self._announced: list[ToolCall] = []  # calls of the current response not reported yet (as given)
-        # with redaction on, the Guard is fed what the recording holds, so live and replayed verdicts
-        # agree to the token; what the agent is told to send back keeps its own text
-        self._redactor = self.recorder.redactor if self.recorder is not None else None
         self._pending: _Pending | None = None
         self._llm: tuple[int | None, int | None, tuple[Verdict, ...]] | None = None  # t, prompt tokens, verdicts
         self._ended: Outcome | None = None

@@ -97,15 +97,15 @@ def drive(session: Session, rng: random.Random, clock: FakeClock, *, model_calls
 
 
 def timeline(steps: tuple[StepResult, ...]) -> list[tuple[Any, ...]]:
-    """Everything about each step's verdicts but the message text (which may quote a redacted secret)."""
-    return [(s.index, s.kind, s.tool, s.action, [(v.engine, v.action, v.reason, dict(v.data)) for v in s.verdicts])
-            for s in steps]
+    """Everything about each step's verdicts, their messages included (the Guard saw the redacted text too)."""
+    return [(s.index, s.kind, s.tool, s.action, [v.to_dict() for v in s.verdicts]) for s in steps]
 
 
 def live_and_replayed(tmp_path: Path, preset: str, seed: int, *, model_calls: bool = True) -> tuple[Session, Any]:
     path = tmp_path / f"{preset}-{seed}-{model_calls}.jsonl"
     clock = FakeClock()
-    task = Task("Fix the failing test", "explore", {"max_tool_calls": 40}) if seed % 3 == 0 else None
+    objective = f"Fix the failing test; deploy with {PLANTED['github-token']}"
+    task = Task(objective, "explore", {"max_tool_calls": 40}) if seed % 3 == 0 else None
     context = {"window_tokens": 16_000} if seed % 2 else None
     with Session(preset, record=path, task=task, context=context, max_turns=30, now_ms=clock,
                  agent="coder" if seed % 2 else None) as session:
