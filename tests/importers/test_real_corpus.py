@@ -95,8 +95,9 @@ def _raw_failures(run: dict[str, Any]) -> int:
     if run["format"].startswith("mini-swe-agent"):
         doc = json.loads(text)
         replies = [m["content"] for m in doc["messages"] if m["role"] in ("user", "tool")]
-        return sum(1 for c in replies
-                   if re.match(r"<returncode>(?!0<)-?\d+</returncode>", c) or re.match(r"The last command .* timed out", c))
+        nonzero = re.compile(r"<returncode>(?!0<)-?\d+</returncode>")
+        timeout = re.compile(r"The last command .* timed out")
+        return sum(1 for c in replies if nonzero.match(c) or timeout.match(c))
     raise AssertionError(f"no raw-signal counter for {run['format']}")
 
 
