@@ -19,8 +19,10 @@ ENTRY_POINT_GROUP = "loopguard.importers"
 def builtin_importers() -> list[Importer]:
     """The importers that ship with pytest-loopguard, in detection order."""
     from .mini_swe_agent import MiniSweAgent1, MiniSweAgent11
+    from .openhands import OpenHandsV0
+    from .swe_agent import SweAgent
 
-    return [MiniSweAgent1(), MiniSweAgent11()]
+    return [SweAgent(), MiniSweAgent1(), MiniSweAgent11(), OpenHandsV0()]
 
 
 def available(plugins: Iterable[object] = ()) -> list[Importer]:
