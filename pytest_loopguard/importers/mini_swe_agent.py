@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
-from .build import TraceBuilder, parse_arguments, result
+from .build import TraceBuilder, obj, parse_arguments, result
 
 __all__ = ["MiniSweAgent1", "MiniSweAgent11", "convert_messages"]
 
@@ -82,7 +82,7 @@ def _model(doc: dict[str, Any]) -> str | None:
 
 def convert_messages(doc: dict[str, Any], source: Source, fmt: str) -> ImportedRun:
     """One run from a mini-swe-agent trajectory document (both formats share everything but the calls)."""
-    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    info = obj(doc.get("info"))
     run_id = str(doc.get("instance_id") or (source.path.stem if source.path else source.name))
     run_id = run_id.removesuffix(".traj")
     version = info.get("mini_version")
@@ -185,7 +185,7 @@ class _Walker:
         if not isinstance(call, dict):
             self.b.skip(f"messages[{i}].tool_calls[{n}]: not an object")
             return
-        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        fn = obj(call.get("function"))
         name = str(fn.get("name") or "?")
         args, x = parse_arguments(fn.get("arguments"))
         call_id = str(call.get("id") or f"{i}.{n}")
@@ -229,7 +229,7 @@ def _sniff(source: Source, fmt: str) -> bool:
         return False
     declared = doc.get("trajectory_format")
     if declared is not None:
-        return declared == fmt
+        return bool(declared == fmt)
     info = doc.get("info")
     if not (isinstance(info, dict) and "mini_version" in info):
         return False

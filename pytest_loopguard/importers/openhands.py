@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
-from .build import TraceBuilder, parse_arguments, result
+from .build import TraceBuilder, obj, parse_arguments, result
 
 __all__ = ["OpenHandsV0", "error_of"]
 
@@ -57,8 +57,8 @@ def _second_line(text: str) -> str:
 
 
 def _exit_code(observation: dict[str, Any]) -> int | None:
-    extras = observation.get("extras") if isinstance(observation.get("extras"), dict) else observation
-    meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+    extras = obj(observation.get("extras")) or observation
+    meta = obj(extras.get("metadata"))
     code = meta.get("exit_code", extras.get("exit_code"))
     return code if isinstance(code, int) and not isinstance(code, bool) else None
 
@@ -66,7 +66,7 @@ def _exit_code(observation: dict[str, Any]) -> int | None:
 def _call(event: dict[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """(tool, args, x-keys) of an action event."""
     x: dict[str, Any] = {}
-    args = event.get("args") if isinstance(event.get("args"), dict) else {
+    args = obj(event.get("args")) or {
         k: v for k, v in event.items() if k not in ("id", "timestamp", "source", "message", "cause", "action",
                                                  "tool_call_metadata", "llm_metrics", "timeout")}
     if args.get("thought"):
@@ -103,7 +103,7 @@ def _usage(event: dict[str, Any]) -> tuple[str | None, int | None, int | None]:
     resp = meta.get("model_response") if isinstance(meta, dict) else None
     if not isinstance(resp, dict):
         return None, None, None
-    usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
+    usage = obj(resp.get("usage"))
     return resp.get("id"), usage.get("prompt_tokens"), usage.get("completion_tokens")
 
 
@@ -145,7 +145,7 @@ class _Events:
         kind = event.get("action")
         index = self.index(pos, event)
         src = event.get("source")
-        args = event.get("args") if isinstance(event.get("args"), dict) else event
+        args = obj(event.get("args")) or event
         if kind == "system":
             self.b.message("system", str(args.get("content") or event.get("message") or ""), index=index)
         elif kind == "message":
@@ -156,7 +156,7 @@ class _Events:
                 self.b.message("user", text, origin="user", index=index)
         elif kind == "finish":
             self._llm(event, index)
-            outputs = args.get("outputs") if isinstance(args.get("outputs"), dict) else {}
+            outputs = obj(args.get("outputs"))
             completed = args.get("task_completed", outputs.get("task_completed"))
             success = {"true": True, "false": False}.get(str(completed).lower())
             text = str(args.get("final_thought") or event.get("message") or args.get("thought") or "")
@@ -247,8 +247,8 @@ class OpenHandsV0(Importer):
 
     def _run(self, run_id: str, events: list[Any], source: Source, row: int | None,
              meta: dict[str, Any]) -> ImportedRun:
-        metadata = meta.get("metadata") if isinstance(meta.get("metadata"), dict) else {}
-        llm_config = metadata.get("llm_config") if isinstance(metadata.get("llm_config"), dict) else {}
+        metadata = obj(meta.get("metadata"))
+        llm_config = obj(metadata.get("llm_config"))
         agent = metadata.get("agent_class")
         b = TraceBuilder(run_id, file=source.name, row=row,
                          agent=f"OpenHands {agent}" if agent else "OpenHands", model=llm_config.get("model"),

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
-from .build import TraceBuilder, parse_arguments, result
+from .build import TraceBuilder, obj, parse_arguments, result, seq, text_of
 
 __all__ = ["SweAgent"]
 
@@ -47,7 +47,7 @@ def _is_submission(action: str, last: bool, info: dict[str, Any]) -> bool:
 
 def _structured_calls(history: list[Any]) -> list[dict[str, Any]]:
     """The tool calls of a function-calling run's assistant history items, in order (empty for old files)."""
-    calls = []
+    calls: list[dict[str, Any]] = []
     for item in history:
         if isinstance(item, dict) and item.get("role") == "assistant" and isinstance(item.get("tool_calls"), list):
             calls.extend(c for c in item["tool_calls"] if isinstance(c, dict))
@@ -81,7 +81,7 @@ class SweAgent(Importer):
         yield self._run(doc, source)
 
     def _run(self, doc: dict[str, Any], source: Source) -> ImportedRun:
-        info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+        info = obj(doc.get("info"))
         stem = source.path.name if source.path else source.name.rsplit("/", 1)[-1]
         run_id = stem.removesuffix(".traj").removesuffix(".json")
         version = info.get("swe_agent_version")
@@ -89,7 +89,7 @@ class SweAgent(Importer):
                          model=_model(doc), description=f"SWE-agent trajectory of {run_id}")
         b.header_x.update({"x-exit_status": info.get("exit_status"), "x-model_stats": info.get("model_stats"),
                            "x-environment": doc.get("environment")})
-        history = doc.get("history") if isinstance(doc.get("history"), list) else []
+        history = seq(doc.get("history"))
         self._messages(b, history)
         structured = _structured_calls(history)
         traj = doc["trajectory"]
@@ -124,7 +124,7 @@ class SweAgent(Importer):
                 b.skip(f"history[{i}]: demonstration (is_demo)")
                 continue
             role = item.get("role")
-            text = item.get("content") if isinstance(item.get("content"), str) else json.dumps(item.get("content"))
+            text = text_of(item.get("content"))
             if role == "system":
                 b.message("system", text, index=f"history[{i}]")
             elif role == "user":

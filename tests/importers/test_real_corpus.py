@@ -116,6 +116,10 @@ def _raw_failures(run: dict[str, Any]) -> int:
             if code not in (None, 0) or re.match(r"ERROR:|\[Your proposed edit|\[No exact match", content):
                 count += 1
         return count
+    if run["format"] == "who-and-when-magentic":
+        doc = json.loads(text)
+        return sum(1 for h in doc["history"]
+                   if re.match(r"The script ran, then exited with Unix exit code: -?[1-9]", h["content"]))
     raise AssertionError(f"no raw-signal counter for {run['format']}")
 
 
