@@ -6,6 +6,7 @@
     loopguard presets [NAMES...] [--json]                  presets' settings side by side
     loopguard matrix PATHS --policies a,b [--json]         first intervention per trace and policy
     loopguard simulate FILE [-o OUT] [--policy P] [--json] run a scenario and record its trace
+    loopguard import SRC... -o OUT [--from F]              agent logs -> one trace per run (docs/import.md)
     loopguard bench [--events N] [--policy P...] [--seed S] replay speed per preset
 
 Bad input (a malformed trace, an unknown preset) is reported in a line or two without a traceback and
@@ -26,7 +27,7 @@ from typing import Any, TextIO
 
 from tabulate import tabulate
 
-from . import __version__
+from . import __version__, import_cmd
 from .engines import ENGINE_ORDER, registry
 from .errors import LoopguardError, LoopguardWarning, TraceError
 from .expect import Mismatch, check
@@ -286,6 +287,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_import(args: argparse.Namespace) -> int:
+    return import_cmd.run(args)
+
+
 # ---- parser ----------------------------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -326,6 +331,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="OUT", help="write the recorded trace here (.yaml, .json, .jsonl)")
     p.add_argument("--policy", help="a preset name or policy file (default: the scenario's own)")
     p.add_argument("--json", action="store_true")
+
+    p = add("import", _cmd_import, "convert agent logs (SWE-agent, mini-swe-agent, OpenHands ...) into traces")
+    import_cmd.add_arguments(p)
 
     p = add("bench", _cmd_bench, "replay speed of synthetic traces under each preset")
     p.add_argument("--events", type=int, default=20000, help="events per preset (default 20000)")
