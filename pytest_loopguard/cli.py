@@ -279,6 +279,12 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import bench_table, run_bench  # keeps the synthetic-trace generator off the other commands' path
 
+    if args.import_paths is not None:
+        from .importers.bench import DEFAULT_PATHS, import_bench
+
+        rows = import_bench(args.import_paths or list(DEFAULT_PATHS))
+        _out(tabulate(rows, headers=["corpus", "files", "runs", "steps", "seconds", "runs/s"], tablefmt="simple"))
+        return EXIT_OK
     names = args.policy or [n for n in preset_names() if n not in ALIASES]
     policies = [resolve_policy(n) for n in names]
     rows = run_bench(policies, events=args.events, seed=args.seed)
@@ -339,6 +345,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--events", type=int, default=20000, help="events per preset (default 20000)")
     p.add_argument("--policy", action="append", metavar="P", help="a preset or policy file; repeatable")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--import", dest="import_paths", nargs="*", metavar="PATH",
+                   help="time the importers on these folders or tarballs instead (default: the shared corpus)")
     return parser
 
 

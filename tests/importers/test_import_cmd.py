@@ -118,3 +118,13 @@ def test_no_redact_keeps_the_text(tmp_path: Path) -> None:
     src.write_text(json.dumps(mini_log("s", command=f"echo {secret}")), encoding="utf-8")
     assert cli.main(["import", str(src), "-o", str(tmp_path / "out"), "--no-redact"]) == 0
     assert secret in (tmp_path / "out" / "s.yaml").read_text(encoding="utf-8")
+
+
+def test_bench_import_counts_runs_and_steps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for n in range(3):
+        (folder / f"r{n}.json").write_text(json.dumps(mini_log(f"r{n}")), encoding="utf-8")
+    assert cli.main(["bench", "--import", str(folder)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(str(folder)))
+    assert row.split()[1:4] == ["3", "3", "18"]  # files, runs, steps (6 steps per fixture run)
