@@ -282,8 +282,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     if args.import_paths is not None:
         from .importers.bench import DEFAULT_PATHS, import_bench
 
-        rows = import_bench(args.import_paths or list(DEFAULT_PATHS))
-        _out(tabulate(rows, headers=["corpus", "files", "runs", "steps", "seconds", "runs/s"], tablefmt="simple"))
+        timings = import_bench(args.import_paths or list(DEFAULT_PATHS))
+        _out(tabulate(timings, headers=["corpus", "files", "runs", "steps", "seconds", "runs/s"], tablefmt="simple"))
         return EXIT_OK
     names = args.policy or [n for n in preset_names() if n not in ALIASES]
     policies = [resolve_policy(n) for n in names]
