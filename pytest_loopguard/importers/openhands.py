@@ -229,7 +229,7 @@ class OpenHandsV0(Importer):
 
     def convert(self, source: Source) -> Iterator[ImportedRun]:
         doc = source.parsed
-        stem = source.path.stem if source.path else source.name.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        stem = source.stem
         if _is_event_list(doc):
             yield self._run(stem, doc, source, None, {})
             return
