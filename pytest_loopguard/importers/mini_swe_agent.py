@@ -151,7 +151,7 @@ class _Walker:
             self.used.add(reply[0])
             self.b.rejected(_first_line(reply[1]), index=i, text=content, input_tokens=tin, output_tokens=tout)
             return
-        self.b.llm(index=i, input_tokens=tin, output_tokens=tout)
+        self.b.llm(index=i, input_tokens=tin, output_tokens=tout, text=content)
         if isinstance(calls, list) and calls:
             for n, call in enumerate(calls):
                 self.tool_call(i, n, call, len(calls))
