@@ -6,6 +6,7 @@
     loopguard presets [NAMES...] [--json]                  presets' settings side by side
     loopguard matrix PATHS --policies a,b [--json]         first intervention per trace and policy
     loopguard simulate FILE [-o OUT] [--policy P] [--json] run a scenario and record its trace
+    loopguard import SRC... -o OUT [--from F]              agent logs -> one trace per run (docs/import.md)
     loopguard bench [--events N] [--repeat R] [--stream N] [--corpus N] [--json]   speed, side by side
 
 Bad input (a malformed trace, an unknown preset) is reported in a line or two without a traceback and
@@ -26,7 +27,7 @@ from typing import Any, TextIO
 
 from tabulate import tabulate
 
-from . import __version__
+from . import __version__, import_cmd
 from .engines import ENGINE_ORDER, registry
 from .errors import LoopguardError, LoopguardWarning, TraceError
 from .expect import Mismatch, check
@@ -278,8 +279,20 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .benchsuite import run_suite, suite_json, suite_table  # keeps the generator off other commands' path
 
+    if args.import_paths is not None:
+        from .importers.bench import DEFAULT_PATHS, import_bench
+
+        timings = import_bench(args.import_paths or list(DEFAULT_PATHS))
+        _out(tabulate(timings, headers=["corpus", "files", "runs", "steps", "seconds", "runs/s"], tablefmt="simple"))
+        return EXIT_OK
     names = args.policy or [n for n in preset_names() if n not in ALIASES]
     policies = [resolve_policy(n) for n in names]
+    if args.session:
+        from .bench import bench_table, run_bench
+
+        _out(bench_table(run_bench(policies, events=args.events, seed=args.seed, session=True)))
+        _out(f"{args.events} events per preset fed live through a recording Session, seed {args.seed}")
+        return EXIT_OK
     rows = run_suite(policies, events=args.events, repeat=args.repeat, seed=args.seed, stream=args.stream,
                      corpus=args.corpus)
     if args.json:
@@ -288,6 +301,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         _out(suite_table(rows))
         _out(f"{args.events} events per replay row, min and median of {args.repeat} repeats, seed {args.seed}")
     return EXIT_OK
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    return import_cmd.run(args)
 
 
 # ---- parser ----------------------------------------------------------------------------------------
@@ -331,6 +348,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", help="a preset name or policy file (default: the scenario's own)")
     p.add_argument("--json", action="store_true")
 
+    p = add("import", _cmd_import, "convert agent logs (SWE-agent, mini-swe-agent, OpenHands ...) into traces")
+    import_cmd.add_arguments(p)
+
     p = add("bench", _cmd_bench, "replay speed, live checks, construction and loading, as ratios to a bare loop")
     p.add_argument("--events", type=int, default=5000, help="events per replay row (default 5000)")
     p.add_argument("--policy", action="append", metavar="P", help="a preset or policy file; repeatable")
@@ -339,6 +359,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--stream", type=int, default=0, metavar="N", help="also run one N-event JSONL file")
     p.add_argument("--corpus", type=int, default=0, metavar="N", help="also run a corpus of N trace files")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--session", action="store_true", help="time a live Session (recording, redacting) instead")
+    p.add_argument("--import", dest="import_paths", nargs="*", metavar="PATH",
+                   help="time the importers on these folders or tarballs instead (default: the shared corpus)")
     return parser
 
 
