@@ -33,14 +33,19 @@ The engine works on the prompt view (`run.view`), never on the transcript.
 - After a compaction that folded messages, one message (role `injection_role`) is appended to the view
   when there is something to say: the file regions already read (from the read_tracker engine, when
   `inject_read_regions`) with an instruction not to re-read them, and the active todos (pending,
-  in_progress; when `inject_todos`) kept from `todo_tool` calls.
+  in_progress; when `inject_todos`) kept from `todo_tool` calls. Bounded (`injection_max_tokens`): at
+  most that many tokens and never past the threshold, todos first, then the most recent regions, those of
+  one file that overlap or touch merged (`merge_regions`). The hermes presets keep the whole list.
+  The verdict keeps the message's size and hash, not its text.
 """
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -110,6 +115,9 @@ class Settings(EngineSettings):
     )
     todos_text: str = "[Your active todos (pending and in progress):]\n{todos}"
     todo_tool: str = "todo"
+    # keeping the injection bounded (our choice; the hermes presets keep the published whole list)
+    merge_regions: bool = True  # adjacent and overlapping regions of one file become one line
+    injection_max_tokens: int | None = 1000  # None: the whole list, however long, even past the threshold
     # run length
     max_turns: int | None = None
 
@@ -134,6 +142,45 @@ def compaction_boundary(
     while 0 < b < n and entries[b].role == "tool":
         b -= 1
     return b
+
+
+def _merged(regions: Iterable[tuple[Any, Any, Any]], merge: bool) -> list[tuple[Any, Any, Any]]:
+    """Regions in the order given, those of one file that overlap or touch (integer offset and limit)
+    folded into the first of them; regions with other offsets or limits stay as they are."""
+    if not merge:
+        return list(regions)
+    out: list[list[Any]] = []
+    spans: dict[Any, list[list[Any]]] = {}  # path -> its mergeable entries of `out`, as [path, start, end]
+    for path, offset, limit in regions:
+        if not (_whole(offset) and _whole(limit) and limit > 0):
+            out.append([path, offset, limit, False])
+            continue
+        start, end = offset, offset + limit
+        mine = spans.setdefault(path, [])
+        hit = None
+        for span in mine:  # few per file once merged
+            if start <= span[2] and span[1] <= end:
+                span[1], span[2] = min(span[1], start), max(span[2], end)
+                hit = span
+                break
+        if hit is None:
+            hit = [path, start, end, True]
+            mine.append(hit)
+            out.append(hit)
+        else:  # the widened span may now reach others of the file: fold them in
+            for other in [o for o in mine if o is not hit and o[1] <= hit[2] and hit[1] <= o[2]]:
+                hit[1], hit[2] = min(hit[1], other[1]), max(hit[2], other[2])
+                mine.remove(other)
+                out.remove(other)
+    return [(p, a, b - a) if spans_ else (p, a, b) for p, a, b, spans_ in out]
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _region_line(path: Any, offset: Any, limit: Any) -> str:
+    return f"- {path} (offset {offset}, limit {limit})"
 
 
 ContextSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
@@ -194,16 +241,21 @@ class Context(Engine):
             self._transient_codes is not None and self._transient_codes.search(text) is not None
         )
 
-    def injection(self) -> str | None:
-        """The message appended after a compaction, or None when there is nothing to tell."""
+    def injection(self, room: int | None = None) -> tuple[str, int] | None:
+        """The message appended after a compaction and how many region lines it lists, or None.
+
+        Bounded (`injection_max_tokens` set): it takes at most that many tokens and at most `room` (what
+        the view has left below the threshold), todos first, then the most recently read regions that fit.
+        Unbounded (the published Hermes rule): every region in first-read order and every active todo.
+        """
         s = self.settings
+        budget = s.injection_max_tokens
+        if budget is not None and room is not None:
+            budget = min(budget, room)
+        if budget is not None and budget <= 0:
+            return None
+        count = self.run.view.count_tokens
         parts: list[str] = []
-        if s.inject_read_regions:
-            tracker = self.run.engines.get("read_tracker")
-            regions = getattr(tracker, "regions", None) if tracker is not None else None
-            if regions:
-                lines = "\n".join(f"- {path} (offset {offset}, limit {limit})" for path, offset, limit in regions)
-                parts.append(s.read_regions_text.format(regions=lines))
         if s.inject_todos:
             active = [
                 f"- [{status}] {content} (id {tid})"
@@ -211,8 +263,48 @@ class Context(Engine):
                 if status in ACTIVE_TODO
             ]
             if active:
-                parts.append(s.todos_text.format(todos="\n".join(active)))
-        return "\n\n".join(parts) if parts else None
+                todos = s.todos_text.format(todos="\n".join(active))
+                if budget is None or count(todos) <= budget:
+                    parts.append(todos)
+        listed = 0
+        if s.inject_read_regions:
+            left = None if budget is None else budget - sum(count(p) + 1 for p in parts)
+            regions = self._region_lines(left)
+            if regions:
+                listed = len(regions)
+                parts.insert(0, s.read_regions_text.format(regions="\n".join(regions)))
+        return ("\n\n".join(parts), listed) if parts else None
+
+    def _region_lines(self, budget: int | None) -> list[str]:
+        """The region lines to inject: all of them in first-read order when `budget` is None, else the
+        most recent first while the regions part stays within `budget` tokens."""
+        tracker = self.run.engines.get("read_tracker")
+        if tracker is None:
+            return []
+        s = self.settings
+        if budget is None:
+            lines = _merged(getattr(tracker, "regions", ()), s.merge_regions)
+            return [_region_line(*r) for r in lines]
+        header = self.run.view.count_tokens(s.read_regions_text.format(regions=""))
+        if header >= budget:
+            return []
+        recent = getattr(tracker, "recent_regions", None)
+        if recent is None:
+            return []
+        # a line costs at least a few tokens, so 4 regions per token of budget is more than can ever be
+        # listed (merging included): the scan, like the message, is bounded whatever the run's length
+        scanned = list(itertools.islice(recent(), 4 * budget))
+        count = self.run.view.count_tokens
+        out: list[str] = []
+        used = header
+        for region in _merged(scanned, s.merge_regions):
+            line = _region_line(*region)
+            cost = count(line) + 1
+            if used + cost > budget:
+                break
+            out.append(line)
+            used += cost
+        return out
 
     # ---- hooks -------------------------------------------------------------------------------------
     @hookimpl
@@ -402,9 +494,17 @@ class Context(Engine):
         self._summarized = messages
         summary = Entry("summary", s.summary_text.format(messages=messages), replaced=True)
         view.replace_entries([summary, *entries[b:]])
-        injected = self.injection()
-        if injected is not None:
-            view.append(Entry(s.injection_role, injected, replaced=True))
+        # the injection never by itself takes the view to the threshold (else every model call compacts)
+        made = self.injection(room=self.threshold(view) - 1 - view.tokens())
+        injected: dict[str, Any] | None = None
+        if made is not None:
+            text, regions = made
+            entry = Entry(s.injection_role, text, replaced=True)
+            view.append(entry)
+            # the verdict keeps the message's size and identity, not its text: verdicts live as long as
+            # the result, and a long run compacts many times (the text is in the view while it matters)
+            injected = {"tokens": view.entry_tokens(entry), "chars": len(text), "regions": regions,
+                        "sha256": hashlib.sha256(text.encode()).hexdigest()[:16]}
         after = view.tokens()
         self._removed += before - after
         return {"preserved": n - b, "summarized": b, "tokens_after": after, "injected": injected}

@@ -22,7 +22,7 @@ The ordered set of regions read (`regions`) survives compaction: the context eng
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +76,11 @@ class ReadTracker(Engine):
     def regions(self) -> list[Region]:
         """Every region (path, offset, limit) read so far, in first-read order; kept across compaction."""
         return list(self._regions)
+
+    def recent_regions(self) -> Iterator[Region]:
+        """The regions read so far, most recently first read first (no copy: the context engine walks
+        only as far as its injection budget reaches)."""
+        return reversed(self._regions)
 
     # ---- keys --------------------------------------------------------------------------------------
     def _region(self, args: Mapping[str, Any]) -> Region:

@@ -7,6 +7,8 @@ and backs off 5 s, 10 s, 20 s ...; claw-code retries three times on a 4 â†’ 2 â†
 
 from __future__ import annotations
 
+import hashlib
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -499,22 +501,31 @@ def reading_session(preset: Any, window: int = 1000) -> Guard:
     return g
 
 
+def injected_text(g: Guard, v: Verdict) -> str:
+    """The injected message (the view's last entry), checked against what the verdict says of it."""
+    data = v.data["injected"]
+    last = g.run.view.entries[-1]
+    assert data == {"tokens": math.ceil(len(last.text) / 4), "chars": len(last.text), "regions": data["regions"],
+                    "sha256": hashlib.sha256(last.text.encode()).hexdigest()[:16]}
+    return last.text
+
+
 def test_hermes_injects_regions_read_and_active_todos() -> None:
     g = reading_session("hermes")
     v = only(model_call(g, output_tokens=10))
-    injected = v.data["injected"]
-    assert "do not read them again" in injected.lower()
+    injected = injected_text(g, v)
+    assert "do not read them again" in injected.lower() and v.data["injected"]["regions"] == 2
     assert "src/a.py (offset 1, limit 500)" in injected and "src/b.py (offset 10, limit 20)" in injected
+    assert injected.index("src/a.py") < injected.index("src/b.py")  # the published rule: in reading order
     assert "write the parser" in injected and "fix the tests" in injected
     assert "read the spec" not in injected and "old idea" not in injected
-    last = g.run.view.entries[-1]
-    assert (last.role, last.text) == ("user", injected)
+    assert g.run.view.entries[-1].role == "user"
     assert all(e.text != injected for e in g.run.transcript.entries)
 
 
 def test_hermes_current_injects_only_the_active_todos() -> None:
     g = reading_session("hermes-current")
-    injected = only(model_call(g, output_tokens=10)).data["injected"]
+    injected = injected_text(g, only(model_call(g, output_tokens=10)))
     assert "src/a.py" not in injected
     assert "write the parser" in injected and "fix the tests" in injected and "read the spec" not in injected
 
@@ -529,7 +540,7 @@ def test_claw_code_injects_nothing() -> None:
 def test_injection_after_an_overflow_compaction_and_as_a_system_message() -> None:
     g = reading_session("hermes", window=100000)  # no pre-prompt compaction: the overflow compacts
     v = only(model_call(g, error="prompt is too long"))
-    assert v.action == "compact_retry" and "src/a.py" in v.data["injected"]
+    assert v.action == "compact_retry" and "src/a.py" in injected_text(g, v)
     g = reading_session({"preset": "hermes", "context": {"injection_role": "system"}})
     model_call(g, output_tokens=10)
     assert g.run.view.entries[-1].role == "system"
@@ -539,6 +550,78 @@ def test_no_injection_message_when_there_is_nothing_to_say() -> None:
     g = guard("hermes-current", window=1000)
     four_turns(g)
     assert only(model_call(g, output_tokens=10)).data["injected"] is None
+
+
+def test_default_merges_touching_and_overlapping_regions_of_a_file_most_recent_first() -> None:
+    g = guard("default", window=1000)
+    turn(g, "read_file", 100, path="a.py", offset=1, limit=100)  # lines 1-100
+    turn(g, "read_file", 100, path="c.py", offset=1, limit=50)
+    turn(g, "read_file", 100, path="a.py", offset=101, limit=100)  # touches: 1-200
+    turn(g, "read_file", 100, path="a.py", offset=150, limit=100)  # overlaps: 1-249
+    turn(g, "read_file", 100, path="a.py", offset=400, limit=10)  # a gap: its own line
+    turn(g, "read_file", 300, path="b.py")
+    v = only(model_call(g, output_tokens=10))
+    lines = [line for line in injected_text(g, v).splitlines() if line.startswith("- ")]
+    assert lines == ["- b.py (offset 1, limit 500)", "- a.py (offset 400, limit 10)",
+                     "- a.py (offset 1, limit 249)", "- c.py (offset 1, limit 50)"]
+    assert v.data["injected"]["regions"] == 4
+    g = guard({"preset": "default", "context": {"merge_regions": False}}, window=1000)
+    for offset in (1, 101, 301):
+        turn(g, "read_file", 300, path="a.py", offset=offset, limit=100)
+    lines = [x for x in injected_text(g, only(model_call(g, output_tokens=10))).splitlines() if x.startswith("- ")]
+    assert lines == ["- a.py (offset 301, limit 100)", "- a.py (offset 101, limit 100)", "- a.py (offset 1, limit 100)"]
+
+
+def test_default_caps_the_region_list_at_its_token_budget_keeping_the_latest() -> None:
+    g = guard({"preset": "default", "context": {"injection_max_tokens": 120}}, window=100000)
+    for i in range(300):
+        turn(g, "read_file", 10, path=f"src/file_{i:03d}.py")
+    v = only(model_call(g, error="prompt is too long"))
+    text = injected_text(g, v)
+    assert v.data["injected"]["tokens"] <= 120
+    lines = [x for x in text.splitlines() if x.startswith("- ")]
+    assert 1 <= len(lines) == v.data["injected"]["regions"] < 300
+    assert lines[0] == "- src/file_299.py (offset 1, limit 500)"
+    assert lines[-1] == f"- src/file_{300 - len(lines):03d}.py (offset 1, limit 500)"
+    # the published rule keeps every region, however long the list gets
+    g = guard("hermes", window=100000)
+    for i in range(300):
+        turn(g, "read_file", 10, path=f"src/file_{i:03d}.py")
+    assert only(model_call(g, error="prompt is too long")).data["injected"]["regions"] == 300
+
+
+def test_the_injection_never_takes_the_view_to_the_threshold_by_itself() -> None:
+    # window 1000: the threshold is 800; after the compaction the view holds about 760 tokens, so the
+    # 1000-token budget must shrink to what is left, and a todo list that does not fit is left out
+    g = guard("default", window=1000)
+    for i in range(40):
+        turn(g, "read_file", 1, path=f"src/file_{i:03d}.py")
+    turn(g, "todo", 1, todos=[{"id": "1", "content": "x" * 2000, "status": "pending"}])
+    turn(g, "shell", 700, cmd="make")
+    v = only(model_call(g, output_tokens=10))
+    assert v.reason == "context.compact"
+    context = context_of(g)
+    assert g.run.view.tokens() < context.threshold(g.run.view)
+    text = injected_text(g, v)
+    assert "x" * 100 not in text and 0 < v.data["injected"]["regions"] < 40
+
+
+@pytest.mark.parametrize("preset", ["default", "hermes-current", "spacebot-worker", "claw-code"])
+def test_compactions_grow_with_the_work_not_its_square(preset: str) -> None:
+    """A long run reading ever new regions: four times the turns compact about four times as often."""
+
+    def compactions(turns: int) -> int:
+        g = guard(preset, window=4000)
+        n = 0
+        for i in range(turns):
+            call = ToolCall.of("read_file", {"path": f"src/m{i % 400}.py", "offset": 1 + 50 * (i // 400),
+                                             "limit": 50})
+            n += sum(v.action == "compact" for v in model_call(g, [call], output_tokens=20))
+            tool_call(g, call, ToolResult(tokens=150))
+        return n
+
+    small, large = compactions(500), compactions(2000)
+    assert small > 5 and large <= 4.5 * small
 
 
 def todo(g: Guard, todos: list[dict[str, Any]] | None, merge: bool | None = None, ok: bool = True) -> None:
