@@ -19,8 +19,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, final
 
-import bashlex
-
 __all__ = ["EDITOR_EFFECTS", "EFFECTS", "Command", "Effect", "normalise_path", "read_command_line"]
 
 Effect = Literal["read", "search", "list", "write", "revert", "run", "other"]
@@ -76,6 +74,10 @@ def _strip_bodies(line: str) -> str:
 
 
 def _bashlex_commands(line: str) -> list[_Simple]:
+    # imported on first use: bashlex builds its parser tables at import (about 0.25 s), which every
+    # `import pytest_loopguard` and pytest start-up would pay even when no shell line is ever read
+    import bashlex
+
     out: list[_Simple] = []
 
     def visit(node: Any) -> None:

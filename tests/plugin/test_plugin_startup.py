@@ -1,0 +1,46 @@
+"""Start-up: collecting and running a trace-only corpus imports neither faker, hypothesis, the simulators
+nor bashlex (they load when a fixture, a scenario or a shell line needs them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+HEAVY = ("faker", "hypothesis", "simulators", "pytest_loopguard.simulators", "bashlex")
+TRACE = Path(__file__).parents[2] / "traces" / "context" / "hermes_injection_after_compaction.yaml"
+
+# faker and hypothesis ship pytest plugins of their own that pytest loads by entry point; they are
+# switched off here so what is left is what loading our plugin costs
+REPORT = """
+import sys
+
+HEAVY = {heavy!r}
+
+
+def pytest_collection_finish(session):
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY))
+    print("HEAVY-MODULES", loaded)
+"""
+
+
+def test_a_trace_only_corpus_loads_no_heavy_module(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nloopguard_paths = traces\n")
+    pytester.makeconftest(REPORT.format(heavy=HEAVY))
+    (pytester.path / "traces").mkdir()
+    (pytester.path / "traces" / "t.yaml").write_text(TRACE.read_text(encoding="utf-8"), encoding="utf-8")
+    result = pytester.runpytest_subprocess("-p", "no:faker", "-p", "no:hypothesispytest", "-p", "no:xdist", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["HEAVY-MODULES []"])
+
+
+def test_the_check_sees_a_heavy_module_when_one_is_loaded(pytester: pytest.Pytester) -> None:
+    """The same check with faker's plugin left on: the report names faker (so the check can fail)."""
+    pytester.makeini("[pytest]\nloopguard_paths = traces\n")
+    pytester.makeconftest(REPORT.format(heavy=HEAVY))
+    (pytester.path / "traces").mkdir()
+    (pytester.path / "traces" / "t.yaml").write_text(TRACE.read_text(encoding="utf-8"), encoding="utf-8")
+    result = pytester.runpytest_subprocess("-p", "no:hypothesispytest", "-p", "no:xdist", "-s")
+    result.stdout.fnmatch_lines(["HEAVY-MODULES *'faker'*"])
