@@ -15,7 +15,7 @@ import pluggy
 if TYPE_CHECKING:
     from .conversation import PromptView
     from .model import Done, LLMCall, Message, Rejected, ToolCall, ToolResult
-    from .runtime import Turn
+    from .runcontext import Turn
     from .tools import ToolRule
 
 __all__ = ["PROJECT", "hookimpl", "hookspec"]

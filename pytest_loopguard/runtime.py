@@ -13,51 +13,26 @@ calls it for each recorded step, and the simulator's agent loop calls it for eac
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, final
 
 import pluggy
 
 from . import hookspecs
-from .conversation import Entry, PromptView, Transcript, chars_over_four
+from .conversation import Entry, PromptView, chars_over_four
 from .engines import Engine, registry
 from .model import Action, Done, LLMCall, Message, Rejected, Task, ToolCall, ToolResult, Verdict, combine
 from .policy import Policy
-from .targets import CallTarget, target_of
-from .tools import Classifier, Kind
+from .runcontext import Clock, RunContext, Turn
+from .tools import Classifier
 
 __all__ = ["Clock", "Decision", "Guard", "RunContext", "Turn"]
 
-_OPENER: Final = re.compile(r"(?:^|[\s;&|(])(?:open|create)\s")
-
-
-@final
-class Clock:
-    """The run's virtual clock in milliseconds: set from step timestamps, advanced by backoffs."""
-
-    __slots__ = ("now_ms",)
-
-    def __init__(self, start_ms: int = 0) -> None:
-        self.now_ms = start_ms
-
-    def set(self, ms: int) -> None:
-        self.now_ms = max(self.now_ms, ms)
-
-    def advance(self, ms: int) -> None:
-        self.now_ms += ms
-
-
-@final
-@dataclass(slots=True, eq=False)
-class Turn:
-    """One model response and the tool calls it asked for."""
-
-    index: int
-    calls: tuple[ToolCall, ...]
-    results: list[ToolResult | None] = field(default_factory=list)  # None: blocked
-    llm: LLMCall | None = None
+# built-in engines that never read the prompt view: with only these (and no plugin), the Guard builds
+# no view entries at all (an engine not listed here gets the view, so a new one is safe by default)
+_VIEWLESS: Final = frozenset({"loop_guard", "read_tracker", "failure_tracker", "budget"})
 
 
 @final
@@ -85,154 +60,112 @@ class Decision:
 ALLOW = Decision("allow")
 
 
-@final
-class RunContext:
-    """What engines may read about the run they belong to (and the other engines of it)."""
+def _argnames(function: Any) -> tuple[str, ...]:
+    """The arguments a hook implementation asks for, as pluggy reads them (no self, none with defaults)."""
+    params = list(inspect.signature(function).parameters.values())
+    if params and params[0].name == "self":
+        params = params[1:]
+    return tuple(p.name for p in params if p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD)
 
-    __slots__ = (
-        "_kind_cache",
-        "_target_cache",
-        "calls",
-        "classifier",
-        "clock",
-        "engines",
-        "objective",
-        "open_file",
-        "policy",
-        "task",
-        "trace_context",
-        "transcript",
-        "turn",
-        "turns",
-        "view",
+
+# the per-event hooks and their arguments in the contract's order, read from `hookspecs` once
+_EVENT_ARGS: Final[dict[str, tuple[str, ...]]] = {
+    name: _argnames(getattr(hookspecs, name))
+    for name in (
+        "loopguard_turn_start", "loopguard_before_call", "loopguard_after_call", "loopguard_turn_end",
+        "loopguard_before_llm", "loopguard_llm_result", "loopguard_compacted", "loopguard_phase",
+        "loopguard_message", "loopguard_rejected", "loopguard_done",
     )
+}
+_IMPL_ATTR: Final = hookspecs.PROJECT + "_impl"
+_PLUGGY_ONLY: Final = ("wrapper", "hookwrapper", "tryfirst", "trylast", "specname")
 
-    def __init__(
-        self,
-        policy: Policy,
-        classifier: Classifier,
-        clock: Clock,
-        task: Task | None,
-        objective: str,
-        trace_context: Mapping[str, Any],
-        view: PromptView,
-    ) -> None:
-        self.policy = policy
-        self.classifier = classifier
-        self.clock = clock
-        self.task = task
-        self.objective = objective
-        self.trace_context = trace_context
-        self.view = view
-        self.transcript = Transcript()
-        self.engines: dict[str, Engine] = {}
-        self.turn: Turn | None = None
-        self.turns = 0  # turns started so far
-        self.calls = 0  # tool calls seen so far (blocked ones included)
-        self._kind_cache: dict[str, Kind] = {}
-        self._target_cache: dict[str, CallTarget] = {}
-        self.open_file: str | None = None  # the file a SWE-agent `open F` made current in this run
-
-    def kind(self, call: ToolCall) -> Kind:
-        """The call's kind by the policy's table; cached on the call's identity."""
-        k = self._kind_cache.get(call.ordered_fingerprint)
-        if k is None:
-            k = self.classifier.kind(call)
-            self._kind_cache[call.ordered_fingerprint] = k
-        return k
-
-    def target(self, call: ToolCall) -> CallTarget:
-        """The call's effect, verb and targets by the policy's tool table; cached on the call's identity.
-
-        Commands that act on the open file (SWE-agent `goto`, `edit`) get the file the run has open now.
-        """
-        t = self._target_cache.get(call.ordered_fingerprint)
-        if t is None:
-            t = target_of(call, self.classifier)
-            self._target_cache[call.ordered_fingerprint] = t
-        return t.resolved(self.open_file) if t.on_open else t
-
-    def ran(self, call: ToolCall) -> None:
-        """Note a call that ran: an `open F` makes F the open file for the calls after it."""
-        # only shell lines that mention an opener need reading: this runs after every call
-        rule = self.classifier.locator(call)
-        line = call.args.get(rule.shell) if rule is not None and rule.shell is not None else None
-        if isinstance(line, str) and _OPENER.search(line):
-            opened = self.target(call).opened()
-            if opened is not None:
-                self.open_file = opened
+Fn = Callable[..., Any]
+Events = dict[str, tuple[Fn, ...]]
 
 
-class _EngineManager(pluggy.PluginManager):
-    """A plugin manager that only inspects `loopguard_*` attributes: a Guard is built per run, so
-    registration must be cheap (pluggy otherwise inspects every attribute of every engine)."""
-
-    guard: Guard | None = None  # told when plugins change, so its direct hook callers are rebuilt
-
-    def register(self, plugin: object, name: str | None = None) -> str | None:
-        registered = super().register(plugin, name)
-        if self.guard is not None:
-            self.guard.hook = _Hooks(self)
-        return registered
-
-    def unregister(self, plugin: object | None = None, name: str | None = None) -> Any:
-        removed = super().unregister(plugin, name)
-        if self.guard is not None:
-            self.guard.hook = _Hooks(self)
-        return removed
-
-    def parse_hookimpl_opts(self, plugin: object, name: str) -> Any:
-        if not name.startswith("loopguard_"):
-            return None
-        return super().parse_hookimpl_opts(plugin, name)
-
-    def parse_hookspec_opts(self, module_or_class: Any, name: str) -> Any:
-        if not name.startswith("loopguard_"):
-            return None
-        return super().parse_hookspec_opts(module_or_class, name)
+_CLASS_IMPLS: dict[type, dict[str, tuple[str, ...]] | None] = {}
 
 
-_EVENT_HOOKS = (
-    "loopguard_turn_start", "loopguard_before_call", "loopguard_after_call", "loopguard_turn_end",
-    "loopguard_before_llm", "loopguard_llm_result", "loopguard_compacted", "loopguard_phase",
-    "loopguard_message", "loopguard_rejected", "loopguard_done",
-)
+def _class_impls(cls: type) -> dict[str, tuple[str, ...]] | None:
+    """An engine class's event hooks and the arguments each asks for, read once per class.
 
-
-@final
-class _DirectHook:
-    """Calls a hook's implementations in pluggy's order without pluggy's per-call machinery.
-
-    The per-event hooks run several times per step; plain implementations (no wrappers) need none of
-    that machinery, and skipping it roughly halves the Guard's own cost per event.
+    None when an implementation needs pluggy (a wrapper, an ordering mark, an unknown argument pluggy
+    should report): Guards of that class then go through pluggy.
     """
+    if cls not in _CLASS_IMPLS:
+        _CLASS_IMPLS[cls] = _read_impls(cls)
+    return _CLASS_IMPLS[cls]
 
-    __slots__ = ("_impls",)
 
-    def __init__(self, impls: list[tuple[Any, tuple[str, ...]]]) -> None:
-        self._impls = impls
+def _read_impls(cls: type) -> dict[str, tuple[str, ...]] | None:
+    out: dict[str, tuple[str, ...]] = {}
+    for name, spec in _EVENT_ARGS.items():
+        function = getattr(cls, name, None)
+        opts = getattr(function, _IMPL_ATTR, None)
+        if opts is None:
+            continue
+        if any(opts.get(k) for k in _PLUGGY_ONLY):
+            return None
+        args = _argnames(function)
+        if any(a not in spec for a in args):
+            return None
+        out[name] = args
+    return out
 
-    def __call__(self, **kwargs: Any) -> list[Any]:
-        out = []
-        for function, argnames in self._impls:
-            r = function(*[kwargs[name] for name in argnames])
-            if r is not None:
+
+def _bound(method: Fn, args: Sequence[str], spec: tuple[str, ...]) -> Fn:
+    """`method`, called with the event's arguments in the contract's order (positionally)."""
+    if tuple(args) == spec:
+        return method
+    picks = tuple(spec.index(a) for a in args)
+    return lambda *a: method(*[a[i] for i in picks])
+
+
+def _direct_events(engines: Sequence[Engine]) -> Events | None:
+    """Per event, the engines' bound implementations in policy order; None when pluggy is needed."""
+    table: dict[str, list[Fn]] = {name: [] for name in _EVENT_ARGS}
+    for engine in engines:
+        impls = _class_impls(type(engine))
+        if impls is None:
+            return None
+        for name, args in impls.items():
+            table[name].append(_bound(getattr(engine, name), args, _EVENT_ARGS[name]))
+    return {name: tuple(fns) for name, fns in table.items()}
+
+
+def _pluggy_events(pm: pluggy.PluginManager) -> Events:
+    """Per event, the implementations in pluggy's order; pluggy's own caller where a plugin wraps."""
+    table: Events = {}
+    for name, spec in _EVENT_ARGS.items():
+        caller = getattr(pm.hook, name)
+        impls = caller.get_hookimpls()
+        if any(i.hookwrapper or i.wrapper for i in impls):
+            table[name] = (lambda *a, _c=caller, _s=spec: _flatten(_c(**dict(zip(_s, a, strict=True)))),)
+        else:  # pluggy calls the last registered implementation first
+            table[name] = tuple(_bound(i.function, i.argnames, spec) for i in reversed(impls))
+    return table
+
+
+def _fire(fns: tuple[Fn, ...], *args: Any) -> list[Verdict] | None:
+    """Call each implementation; the verdicts they return, flattened, or None when there are none."""
+    out: list[Verdict] | None = None
+    for f in fns:
+        r = f(*args)
+        if r is not None:
+            if out is None:
+                out = []
+            if isinstance(r, Verdict):
                 out.append(r)
-        return out
+            else:
+                out.extend([v for v in r if v is not None])
+    return out
 
 
-@final
-class _Hooks:
-    """The per-event hooks of one Guard: a direct caller each, or pluggy's caller where a plugin wraps."""
-
-    def __init__(self, pm: pluggy.PluginManager) -> None:
-        for name in _EVENT_HOOKS:
-            caller = getattr(pm.hook, name)
-            impls = caller.get_hookimpls()
-            if any(i.hookwrapper or i.wrapper for i in impls):
-                setattr(self, name, caller)
-            else:  # pluggy calls the last registered implementation first
-                setattr(self, name, _DirectHook([(i.function, tuple(i.argnames)) for i in reversed(impls)]))
+def _decide(verdicts: list[Verdict] | None) -> Decision:
+    if not verdicts:
+        return ALLOW
+    return Decision(combine(verdicts), tuple(verdicts))
 
 
 def _flatten(results: Iterable[Any]) -> list[Verdict]:
@@ -247,8 +180,62 @@ def _flatten(results: Iterable[Any]) -> list[Verdict]:
     return out
 
 
+class _EngineManager(pluggy.PluginManager):
+    """A plugin manager that only inspects `loopguard_*` attributes (pluggy otherwise inspects every
+    attribute of every engine), and tells its Guard when plugins change so the event table is rebuilt."""
+
+    guard: Guard | None = None
+
+    def register(self, plugin: object, name: str | None = None) -> str | None:
+        registered = super().register(plugin, name)
+        if self.guard is not None:
+            self.guard._plugins_changed(self)
+        return registered
+
+    def unregister(self, plugin: object | None = None, name: str | None = None) -> Any:
+        removed = super().unregister(plugin, name)
+        if self.guard is not None:
+            self.guard._plugins_changed(self)
+        return removed
+
+    def parse_hookimpl_opts(self, plugin: object, name: str) -> Any:
+        if not name.startswith("loopguard_"):
+            return None
+        return super().parse_hookimpl_opts(plugin, name)
+
+    def parse_hookspec_opts(self, module_or_class: Any, name: str) -> Any:
+        if not name.startswith("loopguard_"):
+            return None
+        return super().parse_hookspec_opts(module_or_class, name)
+
+
+def _new_pm() -> _EngineManager:
+    pm = _EngineManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    return pm
+
+
+@final
+class _Hooks:
+    """The event hooks called by keyword, as pluggy's `pm.hook` is: each returns the verdicts (a list)."""
+
+    __slots__ = ("_events",)
+
+    def __init__(self, events: Events) -> None:
+        self._events = events
+
+    def __getattr__(self, name: str) -> Callable[..., list[Verdict]]:
+        fns, spec = self._events[name], _EVENT_ARGS[name]
+        return lambda **kw: _fire(fns, *[kw.get(a) for a in spec]) or []
+
+
 class Guard:
-    """One run's engines. Not reusable across runs: build a new Guard per run (engines hold run state)."""
+    """One run's engines. Not reusable across runs: build a new Guard per run (engines hold run state).
+
+    With `keep_transcript` the Guard keeps the lossless transcript of the run (the simulator does); without
+    it nothing is appended there, and the prompt view is kept only when an engine or plugin may read it,
+    so a long-running live Guard holds no per-call history of its own.
+    """
 
     def __init__(
         self,
@@ -259,15 +246,21 @@ class Guard:
         context: Mapping[str, Any] | None = None,
         clock: Clock | None = None,
         plugins: Sequence[object] = (),
+        keep_transcript: bool = False,
     ) -> None:
         self.policy = policy
-        self.pm = _EngineManager(hookspecs.PROJECT)
-        self.pm.add_hookspecs(hookspecs)
-        for plugin in plugins:
-            self.pm.register(plugin)
-        extra_rules = [r for rules in self.pm.hook.loopguard_tool_rules() for r in rules]
-        classifier = Classifier(policy.tools, extra_rules) if extra_rules else policy.classifier
-        count = self._token_counter() if plugins else chars_over_four
+        self.keep_transcript = keep_transcript
+        pm: _EngineManager | None = None
+        classifier = policy.classifier
+        count: Callable[[str], int] = chars_over_four
+        if plugins:
+            pm = _new_pm()
+            for plugin in plugins:
+                pm.register(plugin)
+            extra_rules = [r for rules in pm.hook.loopguard_tool_rules() for r in rules]
+            if extra_rules:
+                classifier = Classifier(policy.tools, extra_rules)
+            count = self._token_counter(pm)
         trace_context = dict(context or {})
         view = PromptView(count, int(trace_context.get("window_tokens", 0) or 0))
         self.run = RunContext(
@@ -275,23 +268,68 @@ class Guard:
             trace_context, view,
         )
         known = registry()
-        engines = [known[name](settings, self.run) for name, settings in policy.engines.items()]
-        # pluggy calls the last registered first: register in reverse so engines run in policy order
-        for engine in reversed(engines):
-            self.pm.register(engine, name=engine.name)
-        self.run.engines = {e.name: e for e in engines}
-        self.hook: Any = _Hooks(self.pm)
-        self.pm.guard = self
+        self._engines = [known[name](settings, self.run) for name, settings in policy.engines.items()]
+        self.run.engines = {e.name: e for e in self._engines}
+        self._keep_view = keep_transcript or pm is not None or any(e.name not in _VIEWLESS for e in self._engines)
+        self._pm: _EngineManager | None = None
+        events = None if pm is not None else _direct_events(self._engines)
+        if events is None:
+            self._adopt(pm or _new_pm())
+        else:
+            self._set_events(events)
         self._next_call_id = 0
+        self._last: tuple[ToolCall, ToolResult | None, Decision, Decision] | None = None
 
-    def _token_counter(self) -> Any:
-        hook = self.pm.hook.loopguard_count_tokens
+    # ---- plugins -----------------------------------------------------------------------------------
+    @property
+    def pm(self) -> pluggy.PluginManager:
+        """The run's plugin manager (built on first use when the Guard was built without plugins)."""
+        if self._pm is None:
+            self._adopt(_new_pm())
+        assert self._pm is not None
+        return self._pm
+
+    @property
+    def hook(self) -> Any:
+        """The event hooks by keyword (`guard.hook.loopguard_compacted(view=...)`), returning verdicts."""
+        return _Hooks(self._events)
+
+    def _adopt(self, pm: _EngineManager) -> None:
+        # pluggy calls the last registered first: register in reverse so engines run in policy order
+        for engine in reversed(self._engines):
+            pm.register(engine, name=engine.name)
+        pm.guard = self
+        self._pm = pm
+        self._set_events(_pluggy_events(pm))
+
+    def _plugins_changed(self, pm: pluggy.PluginManager) -> None:
+        self._keep_view = True  # a plugin may read the view from now on
+        self._set_events(_pluggy_events(pm))
+
+    def _set_events(self, events: Events) -> None:
+        self._events = events
+        self._turn_start = events["loopguard_turn_start"]
+        self._before_call = events["loopguard_before_call"]
+        self._after_call = events["loopguard_after_call"]
+        self._turn_end = events["loopguard_turn_end"]
+        self._before_llm = events["loopguard_before_llm"]
+        self._llm_result = events["loopguard_llm_result"]
+        self._compacted = events["loopguard_compacted"]
+
+    @staticmethod
+    def _token_counter(pm: pluggy.PluginManager) -> Callable[[str], int]:
+        hook = pm.hook.loopguard_count_tokens
 
         def count(text: str) -> int:
             n = hook(text=text)
             return int(n) if n is not None else chars_over_four(text)
 
         return count
+
+    def _record(self, entry: Entry) -> None:
+        self.run.view.append(entry)
+        if self.keep_transcript:
+            self.run.transcript.append(entry)
 
     # ---- turns -------------------------------------------------------------------------------------
     def start_turn(self, calls: Sequence[ToolCall], llm: LLMCall | None = None) -> Decision:
@@ -300,19 +338,20 @@ class Guard:
         turn = Turn(run.turns, tuple(calls), llm=llm)
         run.turn = turn
         run.turns += 1
-        if calls or (llm is not None and llm.text):
+        if self._keep_view and (calls or (llm is not None and llm.text)):
             # the assistant message: its text and the calls it makes, as the model wrote them
             text = "\n".join([*([llm.text] if llm is not None and llm.text else []),
                               *(f"{c.tool}({c.ordered})" for c in calls)])
-            entry = Entry("assistant", text, tokens=llm.output_tokens if llm else None, turn=turn.index)
-            run.transcript.append(entry)
-            run.view.append(entry)
-        return self._decide(self.hook.loopguard_turn_start(turn=turn))
+            self._record(Entry("assistant", text, tokens=llm.output_tokens if llm else None, turn=turn.index))
+        fns = self._turn_start
+        return _decide(_fire(fns, turn)) if fns else ALLOW
 
     def end_turn(self) -> None:
         turn = self.run.turn
         if turn is not None:
-            self.hook.loopguard_turn_end(turn=turn)
+            fns = self._turn_end
+            if fns:
+                _fire(fns, turn)
             self.run.turn = None
 
     # ---- tool calls --------------------------------------------------------------------------------
@@ -321,10 +360,11 @@ class Guard:
 
         `result`, when already known (a recorded trace), lets engines read `result.changed` first.
         """
-        if self.run.turn is None:
+        run = self.run
+        if run.turn is None:
             self.start_turn([call])
-        self.run.calls += 1
-        return self._decide(self.hook.loopguard_before_call(call=call, result=result))
+        run.calls += 1
+        return _decide(_fire(self._before_call, call, result))
 
     def after_call(self, call: ToolCall, result: ToolResult | None, before: Decision = ALLOW) -> Decision:
         """Report what happened: the call ran with `result`, or was blocked (`result=None`).
@@ -338,51 +378,63 @@ class Guard:
         turn = run.turn
         if turn is not None:
             turn.results.append(result)
-        after = _flatten(self.hook.loopguard_after_call(call=call, result=result, blocked=blocked))
-        verdicts = before.verdicts + tuple(after)
-        decision = Decision(combine(verdicts), verdicts) if after else before
-        # what the agent sees: the block message as an error, or the result with any warnings attached
-        if result is None:
-            text, tokens = f"Error: {before.message or 'blocked'}", None
+        after = _fire(self._after_call, call, result, blocked)
+        if after:
+            verdicts = before.verdicts + tuple(after)
+            decision = Decision(combine(verdicts), verdicts)
         else:
-            text, tokens = result.result_text or "", result.tokens
-            if decision.action == "warn":
-                warnings = "\n".join(v.message for v in decision.verdicts if v.action == "warn" and v.message)
-                if warnings:
-                    text = f"{text}\n\n{warnings}" if text else warnings
-        entry = Entry("tool", text, tokens=tokens, tool=call.tool, call_id=self._next_call_id,
-                      turn=turn.index if turn is not None else None)
+            decision = before
+        self._last = (call, result, decision, before)
+        if self._keep_view:
+            tokens = result.tokens if result is not None else None
+            self._record(Entry("tool", self.shown, tokens=tokens, tool=call.tool, call_id=self._next_call_id,
+                               turn=turn.index if turn is not None else None))
         self._next_call_id += 1
-        run.transcript.append(entry)
-        run.view.append(entry)
         return decision
+
+    @property
+    def shown(self) -> str:
+        """What the agent sees of the last call: the block message as an error, or the result with any
+        warnings attached (empty before the first call)."""
+        if self._last is None:
+            return ""
+        _call, result, decision, before = self._last
+        if result is None:
+            return f"Error: {before.message or 'blocked'}"
+        text = result.result_text or ""
+        if decision.action == "warn":
+            warnings = "\n".join(v.message for v in decision.verdicts if v.action == "warn" and v.message)
+            if warnings:
+                text = f"{text}\n\n{warnings}" if text else warnings
+        return text
 
     # ---- model calls -------------------------------------------------------------------------------
     def before_llm(self, llm: LLMCall) -> Decision:
         """Before a model call: dedup and pre-prompt compaction of the prompt view."""
-        d = self._decide(self.hook.loopguard_before_llm(llm=llm, view=self.run.view))
+        fns = self._before_llm
+        d = _decide(_fire(fns, llm, self.run.view)) if fns else ALLOW
         self._after_compaction(d)
         return d
 
     def llm_result(self, llm: LLMCall) -> Decision:
         """After a model call: error recovery (compact and retry, back off and retry, or fail)."""
-        d = self._decide(self.hook.loopguard_llm_result(llm=llm, view=self.run.view))
+        fns = self._llm_result
+        d = _decide(_fire(fns, llm, self.run.view)) if fns else ALLOW
         self._after_compaction(d)
         return d
 
     def _after_compaction(self, d: Decision) -> None:
-        if any(v.action in ("compact", "compact_retry") for v in d.verdicts):
-            self.hook.loopguard_compacted(view=self.run.view)
+        if d.verdicts and any(v.action in ("compact", "compact_retry") for v in d.verdicts):
+            _fire(self._compacted, self.run.view)
 
     # ---- other events ------------------------------------------------------------------------------
     def phase(self, phase: str) -> Decision:
-        return self._decide(self.hook.loopguard_phase(phase=phase))
+        return _decide(_fire(self._events["loopguard_phase"], phase))
 
     def message(self, message: Message) -> Decision:
-        entry = Entry(message.role, message.text)
-        self.run.transcript.append(entry)
-        self.run.view.append(entry)
-        return self._decide(self.hook.loopguard_message(message=message))
+        if self._keep_view:
+            self._record(Entry(message.role, message.text))
+        return _decide(_fire(self._events["loopguard_message"], message))
 
     def rejected(self, rejected: Rejected) -> Decision:
         """A model turn the harness refused: the previous turn ends, the turn's model usage counts as a
@@ -391,16 +443,8 @@ class Guard:
         verdicts: tuple[Verdict, ...] = ()
         if rejected.llm is not None:
             verdicts += self.before_llm(rejected.llm).verdicts + self.llm_result(rejected.llm).verdicts
-        verdicts += self._decide(self.hook.loopguard_rejected(rejected=rejected)).verdicts
+        verdicts += _decide(_fire(self._events["loopguard_rejected"], rejected)).verdicts
         return Decision(combine(verdicts), verdicts) if verdicts else ALLOW
 
     def done(self, done: Done) -> Decision:
-        return self._decide(self.hook.loopguard_done(done=done))
-
-    # ---- helpers -----------------------------------------------------------------------------------
-    @staticmethod
-    def _decide(results: Iterable[Any]) -> Decision:
-        verdicts = _flatten(results)
-        if not verdicts:
-            return ALLOW
-        return Decision(combine(verdicts), tuple(verdicts))
+        return _decide(_fire(self._events["loopguard_done"], done))

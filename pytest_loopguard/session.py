@@ -335,7 +335,7 @@ class Session:
         if ran and not self.ended and self.guard.run.kind(guarded) == "done":
             self._end("completed")
         decision = Decision(combine(verdicts), verdicts)
-        shown = self.guard.run.transcript.entries[-1].text
+        shown = self.guard.shown
         if given is not None and recorded is not None and ran:
             # the Guard's text is the (redacted) result with the warnings after it: send the agent's own
             body, redacted_body = given.result_text or "", recorded.result_text or ""

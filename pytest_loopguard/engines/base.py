@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from ..runtime import RunContext
+    from ..runcontext import RunContext
 
 __all__ = ["Engine", "EngineSettings", "register_engine", "registry"]
 

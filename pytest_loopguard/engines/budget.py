@@ -36,7 +36,7 @@ from ..model import Action, ToolCall, ToolResult, Verdict
 from .base import Engine, EngineSettings
 
 if TYPE_CHECKING:
-    from ..runtime import RunContext
+    from ..runcontext import RunContext
 
 __all__ = ["ENGINE", "RECOMMENDED_NEXT", "Budget", "BudgetEvent", "Envelope", "Settings"]
 

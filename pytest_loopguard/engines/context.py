@@ -57,7 +57,7 @@ from .base import Engine, EngineSettings
 if TYPE_CHECKING:
     from ..conversation import PromptView
     from ..model import LLMCall, ToolCall, ToolResult
-    from ..runtime import RunContext, Turn
+    from ..runcontext import RunContext, Turn
 
 __all__ = ["ENGINE", "Context", "Settings", "compaction_boundary"]
 

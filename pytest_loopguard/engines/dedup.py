@@ -26,7 +26,7 @@ from .base import Engine, EngineSettings
 
 if TYPE_CHECKING:
     from ..conversation import PromptView
-    from ..runtime import RunContext
+    from ..runcontext import RunContext
 
 __all__ = ["ENGINE", "Dedup", "Settings"]
 

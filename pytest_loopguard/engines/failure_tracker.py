@@ -39,7 +39,7 @@ from .base import Engine, EngineSettings
 
 if TYPE_CHECKING:
     from ..model import Message, Rejected
-    from ..runtime import RunContext, Turn
+    from ..runcontext import RunContext, Turn
 
 __all__ = ["ENGINE", "FailureTracker", "Settings", "action_identity"]
 

@@ -12,7 +12,7 @@ from .base import Engine, EngineSettings
 
 if TYPE_CHECKING:
     from ..model import Message, ToolCall, ToolResult
-    from ..runtime import RunContext
+    from ..runcontext import RunContext
 
 __all__ = ["ENGINE", "LoopGuard", "Settings"]
 

@@ -32,7 +32,7 @@ from ..model import ToolCall, ToolResult, Verdict
 from .base import Engine, EngineSettings
 
 if TYPE_CHECKING:
-    from ..runtime import RunContext
+    from ..runcontext import RunContext
 
 __all__ = ["ENGINE", "ReadTracker", "Region", "Settings"]
 

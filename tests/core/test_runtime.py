@@ -32,7 +32,7 @@ def test_each_guard_builds_its_own_engines() -> None:
 def test_two_guards_share_no_state() -> None:
     # default: warn at the 3rd identical call, block at the 5th (PRESETS.md)
     policy = resolve_policy("default")
-    a, b = Guard(policy), Guard(policy)
+    a, b = Guard(policy, keep_transcript=True), Guard(policy, keep_transcript=True)
     got_a = [call_through(a, CLICK).action for _ in range(4)]
     # b has seen nothing: its first two calls are allowed whatever a did
     got_b = [call_through(b, CLICK).action for _ in range(2)]
@@ -131,10 +131,28 @@ def test_blocked_call_reaches_after_call_as_blocked() -> None:
             seen.append((result, blocked))
 
     guard = Guard(resolve_policy({"preset": "default", "loop_guard": {"warn_at": 1, "block_at": 1}}),
-                  plugins=[Watch()])
+                  plugins=[Watch()], keep_transcript=True)
     d = call_through(guard, CLICK, ToolResult(text="recorded"))
     assert d.action == "block" and seen == [(None, True)]
     assert guard.run.transcript.entries[-1].text.startswith("Error: Blocked")
+
+
+def test_without_keep_transcript_the_guard_keeps_no_history_nobody_reads() -> None:
+    # loop_guard alone never reads the prompt view: nothing is kept however long the run
+    only_loops = resolve_policy({"preset": "default", "loop_guard": {"warn_at": 2, "block_at": 9}, "context": None,
+                                 "dedup": None, "read_tracker": None, "failure_tracker": None, "budget": None})
+    assert list(only_loops.engines) == ["loop_guard"]
+    guard = Guard(only_loops)
+    guard.message(Message("user", "Fix the tests"))
+    decisions = [call_through(guard, CLICK, ToolResult(text="clicked")) for _ in range(3)]
+    assert [d.action for d in decisions] == ["allow", "warn", "warn"]
+    assert len(guard.run.transcript) == 0 and len(guard.run.view) == 0
+    # what the agent is shown of the last call is still there: the result and the warning after it
+    assert guard.shown.startswith("clicked\n\n") and decisions[-1].message in guard.shown
+    # the context engine reads the view, so under `default` the view is kept (and the transcript is not)
+    guard = Guard(resolve_policy("default"))
+    call_through(guard, CLICK, ToolResult(text="clicked"))
+    assert [e.role for e in guard.run.view.entries] == ["assistant", "tool"] and len(guard.run.transcript) == 0
 
 
 def test_clock_never_goes_back_and_advances_on_backoff() -> None:
@@ -157,7 +175,7 @@ def test_transient_retry_advances_the_runs_virtual_clock() -> None:
 
 
 def test_messages_and_turns_enter_the_transcript_and_view() -> None:
-    guard = Guard(resolve_policy("default"), context={"window_tokens": 1000})
+    guard = Guard(resolve_policy("default"), context={"window_tokens": 1000}, keep_transcript=True)
     guard.message(Message("user", "Fix the tests"))
     guard.start_turn([CLICK], LLMCall(output_tokens=7, text="Clicking."))
     assert [(e.role, e.text, e.tokens) for e in guard.run.transcript] == [

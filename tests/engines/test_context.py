@@ -30,7 +30,7 @@ from pytest_loopguard.traceio import trace_from_mapping
 
 def guard(policy: Any, window: int | None = None, plugins: Sequence[object] = ()) -> Guard:
     context = {"window_tokens": window} if window else {}
-    return Guard(resolve_policy(policy), context=context, plugins=plugins)
+    return Guard(resolve_policy(policy), context=context, plugins=plugins, keep_transcript=True)
 
 
 def model_call(g: Guard, calls: Sequence[ToolCall] = (), **llm: Any) -> list[Verdict]:

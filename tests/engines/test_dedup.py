@@ -46,7 +46,7 @@ def full_results(entries: Sequence[Entry], tool: str) -> list[str]:
 
 
 def guard(policy: Any = "spacebot") -> Guard:
-    return Guard(resolve_policy(policy))
+    return Guard(resolve_policy(policy), keep_transcript=True)
 
 
 def test_keeps_exactly_one_full_result_per_tool() -> None:

@@ -177,7 +177,7 @@ def drive(trace: Trace, preset: str | dict[str, Any]) -> tuple[Guard, list[tuple
     """Run the trace's events through a Guard as an agent does, and list the messages the run produced:
     (role, text, tool), in order. A blocked call is not executed: the agent sees the block's message as
     an error. A warned call runs and its result carries the warning messages (DESIGN.md §4)."""
-    guard = Guard(resolve_policy(preset), context=trace.context)
+    guard = Guard(resolve_policy(preset), context=trace.context, keep_transcript=True)
     plan = turn_plan(trace.steps)
     produced: list[tuple[str, str, str | None]] = []
 

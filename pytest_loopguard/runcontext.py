@@ -1,0 +1,140 @@
+"""What engines may read about the run they belong to: the run context, its turns and its virtual clock.
+
+This module sits below the engine contract (`hookspecs`, `engines.base`) and the engines, and above the
+model, so the layers read model → run → engine contract → engines → runtime → replay, with no import
+running back up: the Guard (`runtime`) builds a `RunContext` and hands it to the engines it builds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, final
+
+from .conversation import PromptView, Transcript
+from .model import LLMCall, Task, ToolCall, ToolResult
+from .targets import CallTarget, target_of
+from .tools import Classifier, Kind
+
+if TYPE_CHECKING:
+    from .engines.base import Engine
+    from .policy import Policy
+
+__all__ = ["Clock", "RunContext", "Turn"]
+
+_OPENER: Final = re.compile(r"(?:^|[\s;&|(])(?:open|create)\s")
+# per-call caches keep at most this many distinct calls: a long run of ever-new calls stays bounded, and
+# a forgotten entry is only computed again (the caches hold pure functions of the call and the policy)
+CACHE_LIMIT: Final = 4096
+
+
+@final
+class Clock:
+    """The run's virtual clock in milliseconds: set from step timestamps, advanced by backoffs."""
+
+    __slots__ = ("now_ms",)
+
+    def __init__(self, start_ms: int = 0) -> None:
+        self.now_ms = start_ms
+
+    def set(self, ms: int) -> None:
+        self.now_ms = max(self.now_ms, ms)
+
+    def advance(self, ms: int) -> None:
+        self.now_ms += ms
+
+
+@final
+@dataclass(slots=True, eq=False)
+class Turn:
+    """One model response and the tool calls it asked for."""
+
+    index: int
+    calls: tuple[ToolCall, ...]
+    results: list[ToolResult | None] = field(default_factory=list)  # None: blocked
+    llm: LLMCall | None = None
+
+
+@final
+class RunContext:
+    """What engines may read about the run they belong to (and the other engines of it)."""
+
+    __slots__ = (
+        "_kind_cache",
+        "_target_cache",
+        "calls",
+        "classifier",
+        "clock",
+        "engines",
+        "objective",
+        "open_file",
+        "policy",
+        "task",
+        "trace_context",
+        "transcript",
+        "turn",
+        "turns",
+        "view",
+    )
+
+    def __init__(
+        self,
+        policy: Policy,
+        classifier: Classifier,
+        clock: Clock,
+        task: Task | None,
+        objective: str,
+        trace_context: Mapping[str, Any],
+        view: PromptView,
+    ) -> None:
+        self.policy = policy
+        self.classifier = classifier
+        self.clock = clock
+        self.task = task
+        self.objective = objective
+        self.trace_context = trace_context
+        self.view = view
+        self.transcript = Transcript()  # filled only when the Guard keeps a transcript (`keep_transcript`)
+        self.engines: dict[str, Engine] = {}
+        self.turn: Turn | None = None
+        self.turns = 0  # turns started so far
+        self.calls = 0  # tool calls seen so far (blocked ones included)
+        self._kind_cache: dict[str, Kind] = {}
+        self._target_cache: dict[str, CallTarget] = {}
+        self.open_file: str | None = None  # the file a SWE-agent `open F` made current in this run
+
+    def kind(self, call: ToolCall) -> Kind:
+        """The call's kind by the policy's table; cached on the call's identity."""
+        cache = self._kind_cache
+        k = cache.get(call.ordered_fingerprint)
+        if k is None:
+            k = self.classifier.kind(call)
+            if len(cache) >= CACHE_LIMIT:
+                cache.clear()
+            cache[call.ordered_fingerprint] = k
+        return k
+
+    def target(self, call: ToolCall) -> CallTarget:
+        """The call's effect, verb and targets by the policy's tool table; cached on the call's identity.
+
+        Commands that act on the open file (SWE-agent `goto`, `edit`) get the file the run has open now.
+        """
+        cache = self._target_cache
+        t = cache.get(call.ordered_fingerprint)
+        if t is None:
+            t = target_of(call, self.classifier)
+            if len(cache) >= CACHE_LIMIT:
+                cache.clear()
+            cache[call.ordered_fingerprint] = t
+        return t.resolved(self.open_file) if t.on_open else t
+
+    def ran(self, call: ToolCall) -> None:
+        """Note a call that ran: an `open F` makes F the open file for the calls after it."""
+        # only shell lines that mention an opener need reading: this runs after every call
+        rule = self.classifier.locator(call)
+        line = call.args.get(rule.shell) if rule is not None and rule.shell is not None else None
+        if isinstance(line, str) and _OPENER.search(line):
+            opened = self.target(call).opened()
+            if opened is not None:
+                self.open_file = opened
