@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .model import Outcome, ReplayResult, Step, StepResult, ToolCall, ToolResult, Trace, Verdict, combine
+from .model import OK, Outcome, ReplayResult, Step, StepResult, ToolCall, ToolResult, Trace, Verdict, combine
 from .policy import Policy, resolve_policy
 from .runtime import Clock, Guard
 
@@ -66,43 +66,44 @@ def replay(trace: Trace, policy: Any = None, *, plugins: Sequence[object] = ()) 
     )
     plan = turn_plan(trace.steps)
     results: list[StepResult] = []
+    record = results.append
     outcome: Outcome | None = None
     stopped_at: int | None = None
     stopped_by: str | None = None
+    kind_of = guard.run.kind
 
     for step in trace.steps:
-        tool = step.call.tool if step.call is not None else None
-        if outcome is not None:
-            results.append(StepResult(step.index, step.kind, tool, "not_reached"))
-            continue
-        if step.t is not None:
-            clock.set(step.t)
-        verdicts: tuple[Verdict, ...] = ()
         kind = step.kind
+        call = step.call
+        tool = call.tool if call is not None else None
+        if outcome is not None:
+            record(StepResult(step.index, kind, tool, "not_reached"))
+            continue
+        t = step.t
+        if t is not None and t > clock.now_ms:  # Clock.set, inlined: this runs for every step
+            clock.now_ms = t
+        verdicts: tuple[Verdict, ...] = ()
         if kind == "tool":
-            call = step.call
             assert call is not None
             calls = plan.get(step.index)
             if calls is not None:
                 guard.end_turn()
-                verdicts += guard.start_turn(calls).verdicts
-            if _ends(verdicts):
-                decision_verdicts = verdicts
-            else:
+                verdicts = guard.start_turn(calls).verdicts
+            if not (verdicts and _ends(verdicts)):
                 # engines learn only what is known before a call runs: whether the file changed outside
-                before = guard.before_call(call, _CHANGED if step.result is not None and step.result.changed else None)
-                ran = before.runs
-                after = guard.after_call(call, step.outcome if ran else None, before)
-                decision_verdicts = verdicts + after.verdicts
-                if ran and guard.run.kind(call) == "done" and not _ends(decision_verdicts):
+                recorded = step.result
+                before = guard.before_call(call, _CHANGED if recorded is not None and recorded.changed else None)
+                ran = before.action == "allow" or before.action == "warn"
+                after = guard.after_call(call, (recorded or OK) if ran else None, before)
+                if after.verdicts:
+                    verdicts += after.verdicts
+                if ran and kind_of(call) == "done" and not (verdicts and _ends(verdicts)):
                     outcome = "completed"
-            verdicts = decision_verdicts
         elif kind == "llm":
             llm = step.llm
             assert llm is not None
             guard.end_turn()
-            verdicts += guard.before_llm(llm).verdicts
-            verdicts += guard.llm_result(llm).verdicts
+            verdicts = guard.before_llm(llm).verdicts + guard.llm_result(llm).verdicts
             calls = plan.get(step.index)
             if calls is not None and combine(verdicts) != "fail":
                 verdicts += guard.start_turn(calls, llm).verdicts
@@ -121,8 +122,11 @@ def replay(trace: Trace, policy: Any = None, *, plugins: Sequence[object] = ()) 
             if not _ends(verdicts):
                 outcome = "completed"
 
+        if not verdicts:
+            record(StepResult(step.index, kind, tool, "allow"))
+            continue
         action = combine(verdicts)
-        results.append(StepResult(step.index, kind, tool, action, verdicts))
+        record(StepResult(step.index, kind, tool, action, verdicts))
         if action in ("stop", "fail"):
             ender = next(v for v in verdicts if v.action == action)
             if action == "fail":

@@ -119,7 +119,16 @@ def _bound(method: Fn, args: Sequence[str], spec: tuple[str, ...]) -> Fn:
     if tuple(args) == spec:
         return method
     picks = tuple(spec.index(a) for a in args)
-    return lambda *a: method(*[a[i] for i in picks])
+    # the common shapes get a closure without a per-call list: these run several times per event
+    if not picks:
+        return lambda *a: method()
+    if len(picks) == 1:
+        i = picks[0]
+        return lambda *a: method(a[i])
+    if len(picks) == 2:
+        i, j = picks
+        return lambda *a: method(a[i], a[j])
+    return lambda *a: method(*[a[k] for k in picks])
 
 
 def _direct_events(engines: Sequence[Engine]) -> Events | None:
