@@ -9,10 +9,16 @@ from collections.abc import Hashable, Mapping
 from typing import Any
 
 __all__ = [
-    "canonical_args", "canonical_json", "fingerprint", "key_part", "ordered_args_json", "ordered_fingerprint",
+    "canonical_args", "canonical_json", "fingerprint", "key_part", "ordered_args_json",
+    "ordered_fingerprint",
 ]
 
 _SEP = "\x1f"  # cannot appear in a tool name we accept, so "a" + "bc" never equals "ab" + "c"
+# encoders built once: json.dumps with any option builds a new encoder on every call
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
+_ORDERED = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+# values that need no normalising (floats do: 1.0 is 1, NaN is refused); exact types, so no subclass slips by
+_PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
 
 
 def _normalise(value: Any) -> Any:
@@ -39,14 +45,29 @@ def canonical_args(args: Mapping[str, Any]) -> dict[str, Any]:
     return normalised
 
 
+def _flat(args: Mapping[str, Any]) -> bool:
+    """Whether the arguments are a dict of string keys and plain scalars (most calls): JSON as they are."""
+    return type(args) is dict and all(type(k) is str and type(v) in _PLAIN_SCALARS for k, v in args.items())
+
+
 def canonical_json(args: Mapping[str, Any]) -> str:
     """Sorted keys, no insignificant whitespace, `1.0` == `1`, dates as ISO strings."""
-    return json.dumps(_normalise(args), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL(args if _flat(args) else _normalise(args))
 
 
-def ordered_args_json(args: Mapping[str, Any]) -> str:
-    """The compact JSON of the arguments as written (Spacebot's identity): `1.0` and `1` differ."""
-    return json.dumps(_plain(args), separators=(",", ":"), ensure_ascii=False)
+def ordered_args_json(args: Mapping[str, Any], *, canonical: str | None = None) -> str:
+    """The compact JSON of the arguments as written (Spacebot's identity): `1.0` and `1` differ.
+
+    `canonical`, the arguments' canonical JSON when already known, is the answer for flat arguments
+    whose keys are in sorted order (the two forms then coincide), so they are not serialised twice.
+    """
+    if _flat(args):
+        if canonical is not None:
+            keys = list(args)
+            if keys == sorted(keys):
+                return canonical
+        return _ORDERED(args)
+    return _ORDERED(_plain(args))
 
 
 def _plain(value: Any) -> Any:

@@ -90,23 +90,39 @@ def combine(verdicts: tuple[Verdict, ...] | list[Verdict]) -> Action:
 
 
 @final
-@dataclass(frozen=True, slots=True, eq=False)
 class ToolCall:
-    """A tool call; both identities are computed once here so engines never re-serialise arguments."""
+    """A tool call and its identities, computed once per call so engines never re-serialise arguments.
 
-    tool: str
-    args: Mapping[str, Any]
-    canonical: str  # canonical JSON of args
-    ordered: str  # compact JSON of args as written
-    fingerprint: str  # tool + canonical
-    ordered_fingerprint: str  # tool + ordered
+    The canonical identity is computed when the call is built; the as-written one (`ordered`, used by
+    `identity: ordered` and for display) on first use, since most runs never ask for it. Treat a call
+    as immutable: identities are cached on it.
+    """
+
+    __slots__ = ("_ordered", "args", "canonical", "fingerprint", "tool")
+
+    def __init__(self, tool: str, args: Mapping[str, Any], canonical: str, ordered: str | None = None) -> None:
+        self.tool = tool
+        self.args = args
+        self.canonical = canonical  # canonical JSON of args
+        self.fingerprint = tool + "\x1f" + canonical  # tool + canonical
+        self._ordered = ordered
 
     @classmethod
     def of(cls, tool: str, args: Mapping[str, Any] | None = None) -> ToolCall:
         a: Mapping[str, Any] = dict(args) if args else {}
-        canonical = canonical_json(a)
-        ordered = ordered_args_json(a)
-        return cls(tool, a, canonical, ordered, tool + "\x1f" + canonical, tool + "\x1f" + ordered)
+        return cls(tool, a, canonical_json(a))
+
+    @property
+    def ordered(self) -> str:
+        """The compact JSON of the arguments as written (key order kept, `1.0` is not `1`)."""
+        if self._ordered is None:
+            self._ordered = ordered_args_json(self.args, canonical=self.canonical)
+        return self._ordered
+
+    @property
+    def ordered_fingerprint(self) -> str:
+        """Tool + the as-written arguments."""
+        return self.tool + "\x1f" + self.ordered
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ToolCall) and other.ordered_fingerprint == self.ordered_fingerprint

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 __all__ = ["Clock", "RunContext", "Turn"]
 
 _OPENER: Final = re.compile(r"(?:^|[\s;&|(])(?:open|create)\s")
-# per-call caches keep at most this many distinct calls: a long run of ever-new calls stays bounded, and
-# a forgotten entry is only computed again (the caches hold pure functions of the call and the policy)
+# the per-call target cache keeps at most this many distinct calls: a long run of ever-new calls stays
+# bounded, and a forgotten entry is only computed again (a target is a pure function of call and policy)
 CACHE_LIMIT: Final = 4096
 
 
@@ -61,7 +61,6 @@ class RunContext:
     """What engines may read about the run they belong to (and the other engines of it)."""
 
     __slots__ = (
-        "_kind_cache",
         "_target_cache",
         "calls",
         "classifier",
@@ -100,20 +99,12 @@ class RunContext:
         self.turn: Turn | None = None
         self.turns = 0  # turns started so far
         self.calls = 0  # tool calls seen so far (blocked ones included)
-        self._kind_cache: dict[str, Kind] = {}
         self._target_cache: dict[str, CallTarget] = {}
         self.open_file: str | None = None  # the file a SWE-agent `open F` made current in this run
 
     def kind(self, call: ToolCall) -> Kind:
-        """The call's kind by the policy's table; cached on the call's identity."""
-        cache = self._kind_cache
-        k = cache.get(call.ordered_fingerprint)
-        if k is None:
-            k = self.classifier.kind(call)
-            if len(cache) >= CACHE_LIMIT:
-                cache.clear()
-            cache[call.ordered_fingerprint] = k
-        return k
+        """The call's kind by the policy's table (the classifier caches per tool what needs no arguments)."""
+        return self.classifier.kind(call)
 
     def target(self, call: ToolCall) -> CallTarget:
         """The call's effect, verb and targets by the policy's tool table; cached on the call's identity.

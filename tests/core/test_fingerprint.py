@@ -96,3 +96,27 @@ def test_key_part_keeps_scalars_and_keys_containers_by_canonical_json() -> None:
     assert key_part({"b": 1, "a": [1.0]}) == key_part({"a": [1], "b": 1})
     assert key_part(["a", "b"]) != key_part(["b", "a"])
     assert hash(key_part({"a": [1]})) == hash(key_part({"a": [1.0]}))
+
+
+@pytest.mark.parametrize(
+    ("args", "canonical", "ordered"),
+    [
+        # flat and already sorted: one serialisation serves both
+        ({"a": 1, "b": "x", "c": None, "d": True}, '{"a":1,"b":"x","c":null,"d":true}',
+         '{"a":1,"b":"x","c":null,"d":true}'),
+        # flat, keys out of order: the as-written form keeps the order
+        ({"path": "a.py", "offset": 1, "limit": 5}, '{"limit":5,"offset":1,"path":"a.py"}',
+         '{"path":"a.py","offset":1,"limit":5}'),
+        # a float, a nested value, a date: the general path
+        ({"a": 2.0, "b": 1}, '{"a":2,"b":1}', '{"a":2.0,"b":1}'),
+        ({"b": [1.0, {"z": 1, "y": 2}], "a": "é"}, '{"a":"é","b":[1,{"y":2,"z":1}]}',
+         '{"b":[1.0,{"z":1,"y":2}],"a":"é"}'),
+        ({"when": dt.date(2026, 1, 2)}, '{"when":"2026-01-02"}', '{"when":"2026-01-02"}'),
+    ],
+)
+def test_fast_and_general_paths_give_the_documented_forms(args: dict[str, object], canonical: str,
+                                                           ordered: str) -> None:
+    call = ToolCall.of("t", args)
+    assert (call.canonical, call.ordered) == (canonical, ordered)
+    assert (canonical_json(args), ordered_args_json(args)) == (canonical, ordered)
+    assert call == ToolCall.of("t", dict(args)) and hash(call) == hash(ToolCall.of("t", dict(args)))
