@@ -84,11 +84,12 @@ Fn = Callable[..., Any]
 Events = dict[str, tuple[Fn, ...]]
 
 
-_CLASS_IMPLS: dict[type, dict[str, tuple[str, ...]] | None] = {}
+Picks = tuple[int, ...] | None  # where an implementation's arguments sit in the event's; None: all, in order
+_CLASS_IMPLS: dict[type, dict[str, Picks] | None] = {}
 
 
-def _class_impls(cls: type) -> dict[str, tuple[str, ...]] | None:
-    """An engine class's event hooks and the arguments each asks for, read once per class.
+def _class_impls(cls: type) -> dict[str, Picks] | None:
+    """An engine class's event hooks and which of the event's arguments each takes, read once per class.
 
     None when an implementation needs pluggy (a wrapper, an ordering mark, an unknown argument pluggy
     should report): Guards of that class then go through pluggy.
@@ -98,8 +99,8 @@ def _class_impls(cls: type) -> dict[str, tuple[str, ...]] | None:
     return _CLASS_IMPLS[cls]
 
 
-def _read_impls(cls: type) -> dict[str, tuple[str, ...]] | None:
-    out: dict[str, tuple[str, ...]] = {}
+def _read_impls(cls: type) -> dict[str, Picks] | None:
+    out: dict[str, Picks] = {}
     for name, spec in _EVENT_ARGS.items():
         function = getattr(cls, name, None)
         opts = getattr(function, _IMPL_ATTR, None)
@@ -110,15 +111,18 @@ def _read_impls(cls: type) -> dict[str, tuple[str, ...]] | None:
         args = _argnames(function)
         if any(a not in spec for a in args):
             return None
-        out[name] = args
+        out[name] = _picks(args, spec)
     return out
 
 
-def _bound(method: Fn, args: Sequence[str], spec: tuple[str, ...]) -> Fn:
+def _picks(args: Sequence[str], spec: tuple[str, ...]) -> Picks:
+    return None if tuple(args) == spec else tuple(spec.index(a) for a in args)
+
+
+def _bound(method: Fn, picks: Picks) -> Fn:
     """`method`, called with the event's arguments in the contract's order (positionally)."""
-    if tuple(args) == spec:
+    if picks is None:
         return method
-    picks = tuple(spec.index(a) for a in args)
     # the common shapes get a closure without a per-call list: these run several times per event
     if not picks:
         return lambda *a: method()
@@ -138,8 +142,8 @@ def _direct_events(engines: Sequence[Engine]) -> Events | None:
         impls = _class_impls(type(engine))
         if impls is None:
             return None
-        for name, args in impls.items():
-            table[name].append(_bound(getattr(engine, name), args, _EVENT_ARGS[name]))
+        for name, picks in impls.items():
+            table[name].append(_bound(getattr(engine, name), picks))
     return {name: tuple(fns) for name, fns in table.items()}
 
 
@@ -152,7 +156,7 @@ def _pluggy_events(pm: pluggy.PluginManager) -> Events:
         if any(i.hookwrapper or i.wrapper for i in impls):
             table[name] = (lambda *a, _c=caller, _s=spec: _flatten(_c(**dict(zip(_s, a, strict=True)))),)
         else:  # pluggy calls the last registered implementation first
-            table[name] = tuple(_bound(i.function, i.argnames, spec) for i in reversed(impls))
+            table[name] = tuple(_bound(i.function, _picks(i.argnames, spec)) for i in reversed(impls))
     return table
 
 

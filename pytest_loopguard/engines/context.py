@@ -41,6 +41,7 @@ The engine works on the prompt view (`run.view`), never on the transcript.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import math
@@ -186,7 +187,8 @@ def _region_line(path: Any, offset: Any, limit: Any) -> str:
 ContextSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
 
 
-def _markers(markers: Sequence[str]) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
+@functools.lru_cache(maxsize=64)  # one per marker list in use: presets share them, Guards are built per run
+def _markers(markers: tuple[str, ...]) -> tuple[tuple[str, ...], re.Pattern[str] | None]:
     """Lower-cased substring markers, and one pattern matching the all-digit ones as whole numbers."""
     codes = [m for m in markers if m.isdigit()]
     words = tuple(m.lower() for m in markers if not m.isdigit())
@@ -204,9 +206,9 @@ class Context(Engine):
         super().__init__(settings, run)
         self.settings: ContextSettings = settings
         # markers are prepared once: substring tests on the lower-cased error, one regex for status codes
-        self._overflow_markers, self._overflow_codes = _markers(settings.overflow_markers)
+        self._overflow_markers, self._overflow_codes = _markers(tuple(settings.overflow_markers))
         self._overflow_sets = tuple(tuple(m.lower() for m in s) for s in settings.overflow_marker_sets if s)
-        self._transient_markers, self._transient_codes = _markers(settings.transient_markers)
+        self._transient_markers, self._transient_codes = _markers(tuple(settings.transient_markers))
         self._overflow_streak = 0
         self._transient_streak = 0
         self._removed = 0  # tokens this run's compactions took out of the view
