@@ -16,7 +16,7 @@ from .model import OK, Outcome, ReplayResult, Step, StepResult, ToolCall, ToolRe
 from .policy import Policy, resolve_policy
 from .runtime import Clock, Guard
 
-__all__ = ["execute", "policy_for", "replay", "turn_plan"]
+__all__ = ["Replayer", "execute", "policy_for", "replay", "turn_plan"]
 
 _CHANGED = ToolResult(changed=True)
 
@@ -29,15 +29,19 @@ def policy_for(trace: Trace, policy: Any = None) -> tuple[Policy, str]:
     return resolved, spec if isinstance(spec, str) else resolved.name
 
 
-def turn_plan(steps: Sequence[Step]) -> dict[int, tuple[ToolCall, ...]]:
+def turn_plan(steps: Sequence[Step], *, has_llm: bool | None = None) -> dict[int, tuple[ToolCall, ...]]:
     """Where each turn starts (step index) and its calls.
 
     A successful `llm` step starts a turn whose calls are the tool steps up to the next `llm` step; tool
     steps before the first `llm` step (or after a failed one) form a turn starting at the first of them;
     a trace without `llm` steps has one turn per tool call. A `rejected` step is a turn of its own with
     no calls: tool steps after it (before the next `llm` step) start a new turn.
+
+    `has_llm` says whether the whole trace has `llm` steps when `steps` is only a stretch of it (the
+    streaming replay plans one stretch, from an `llm` step to the next, at a time).
     """
-    has_llm = any(s.kind == "llm" for s in steps)
+    if has_llm is None:
+        has_llm = any(s.kind == "llm" for s in steps)
     plan: dict[int, list[ToolCall]] = {}
     anchor: int | None = None
     for step in steps:
@@ -60,32 +64,44 @@ def turn_plan(steps: Sequence[Step]) -> dict[int, tuple[ToolCall, ...]]:
 def replay(trace: Trace, policy: Any = None, *, plugins: Sequence[object] = ()) -> ReplayResult:
     """Replay `trace` under `policy` (default: the trace's own policy, else `default`)."""
     resolved, policy_name = policy_for(trace, policy)
-    clock = Clock()
-    guard = Guard(
-        resolved, task=trace.task, objective=trace.objective, context=trace.context, clock=clock, plugins=plugins
-    )
+    replayer = Replayer(trace, resolved, trace.objective, plugins=plugins)
     plan = turn_plan(trace.steps)
-    results: list[StepResult] = []
-    record = results.append
-    outcome: Outcome | None = None
-    stopped_at: int | None = None
-    stopped_by: str | None = None
-    kind_of = guard.run.kind
+    step_result = replayer.step
+    results = [step_result(step, plan.get(step.index)) for step in trace.steps]
+    outcome = replayer.finish()
+    return ReplayResult(trace, policy_name, outcome, replayer.stopped_at, replayer.stopped_by, tuple(results))
 
-    for step in trace.steps:
+
+class Replayer:
+    """One replay in progress: feed it the steps in order (with the calls of the turn each starts), then
+    `finish`. `replay` feeds a loaded trace; the streaming replay feeds steps as it reads them."""
+
+    __slots__ = ("_clock", "_kind_of", "guard", "outcome", "stopped_at", "stopped_by", "trace")
+
+    def __init__(self, trace: Trace, policy: Policy, objective: str, *, plugins: Sequence[object] = ()) -> None:
+        self.trace = trace
+        self._clock = Clock()
+        self.guard = Guard(policy, task=trace.task, objective=objective, context=trace.context, clock=self._clock,
+                           plugins=plugins)
+        self._kind_of = self.guard.run.kind
+        self.outcome: Outcome | None = None
+        self.stopped_at: int | None = None
+        self.stopped_by: str | None = None
+
+    def step(self, step: Step, calls: tuple[ToolCall, ...] | None) -> StepResult:
+        """The verdicts on one step; `calls` are the calls of the turn the step starts (None: it starts none)."""
+        guard = self.guard
         kind = step.kind
         call = step.call
         tool = call.tool if call is not None else None
-        if outcome is not None:
-            record(StepResult(step.index, kind, tool, "not_reached"))
-            continue
+        if self.outcome is not None:
+            return StepResult(step.index, kind, tool, "not_reached")
         t = step.t
-        if t is not None and t > clock.now_ms:  # Clock.set, inlined: this runs for every step
-            clock.now_ms = t
+        if t is not None and t > self._clock.now_ms:  # Clock.set, inlined: this runs for every step
+            self._clock.now_ms = t
         verdicts: tuple[Verdict, ...] = ()
         if kind == "tool":
             assert call is not None
-            calls = plan.get(step.index)
             if calls is not None:
                 guard.end_turn()
                 verdicts = guard.start_turn(calls).verdicts
@@ -97,14 +113,13 @@ def replay(trace: Trace, policy: Any = None, *, plugins: Sequence[object] = ()) 
                 after = guard.after_call(call, (recorded or OK) if ran else None, before)
                 if after.verdicts:
                     verdicts += after.verdicts
-                if ran and kind_of(call) == "done" and not (verdicts and _ends(verdicts)):
-                    outcome = "completed"
+                if ran and self._kind_of(call) == "done" and not (verdicts and _ends(verdicts)):
+                    self.outcome = "completed"
         elif kind == "llm":
             llm = step.llm
             assert llm is not None
             guard.end_turn()
             verdicts = guard.before_llm(llm).verdicts + guard.llm_result(llm).verdicts
-            calls = plan.get(step.index)
             if calls is not None and combine(verdicts) != "fail":
                 verdicts += guard.start_turn(calls, llm).verdicts
         elif kind == "phase":
@@ -120,27 +135,28 @@ def replay(trace: Trace, policy: Any = None, *, plugins: Sequence[object] = ()) 
             assert step.done is not None
             verdicts = guard.done(step.done).verdicts
             if not _ends(verdicts):
-                outcome = "completed"
+                self.outcome = "completed"
 
         if not verdicts:
-            record(StepResult(step.index, kind, tool, "allow"))
-            continue
+            return StepResult(step.index, kind, tool, "allow")
         action = combine(verdicts)
-        record(StepResult(step.index, kind, tool, action, verdicts))
         if action in ("stop", "fail"):
             ender = next(v for v in verdicts if v.action == action)
             if action == "fail":
-                outcome = "failed"
+                self.outcome = "failed"
             else:
-                outcome = "exhausted" if ender.data.get("outcome") == "exhausted" else "stopped"
-            stopped_at, stopped_by = step.index, ender.engine
+                self.outcome = "exhausted" if ender.data.get("outcome") == "exhausted" else "stopped"
+            self.stopped_at, self.stopped_by = step.index, ender.engine
+        return StepResult(step.index, kind, tool, action, verdicts)
 
-    if outcome is None:
-        guard.end_turn()
-        # a run recorded with a turn limit (a simulation) that used every turn was cut off there
-        limit = trace.max_turns
-        outcome = "exhausted" if limit is not None and guard.run.turns >= limit else "incomplete"
-    return ReplayResult(trace, policy_name, outcome, stopped_at, stopped_by, tuple(results))
+    def finish(self) -> Outcome:
+        """The run's outcome once every step was fed."""
+        if self.outcome is None:
+            self.guard.end_turn()
+            # a run recorded with a turn limit (a simulation) that used every turn was cut off there
+            limit = self.trace.max_turns
+            self.outcome = "exhausted" if limit is not None and self.guard.run.turns >= limit else "incomplete"
+        return self.outcome
 
 
 def _ends(verdicts: tuple[Verdict, ...]) -> bool:
