@@ -35,6 +35,7 @@ from .model import ReplayResult, Trace
 from .policy import ALIASES, Policy, preset_names, resolve_policy
 from .replay import execute
 from .report import json_entry, mismatch_table, shorten, summary_table, timeline_table
+from .stream import run_paths
 from .traceio import dump, load_file, validate_paths
 
 __all__ = ["main"]
@@ -126,17 +127,15 @@ def _first_intervention(result: ReplayResult) -> str:
 # ---- subcommands -----------------------------------------------------------------------------------
 def _cmd_run(args: argparse.Namespace) -> int:
     policy = _policy_arg(args.policy)
-    with _trace_warnings():
-        traces, errors = validate_paths(args.paths)
-    _report_warnings(traces)
     results: list[tuple[ReplayResult, list[Mismatch]]] = []
-    for trace in traces:
-        try:
-            result = execute(trace, policy)
-        except LoopguardError as exc:  # e.g. a scenario the simulators reject: a bad input like a load error
-            errors.append(exc if isinstance(exc, TraceError) else TraceError(str(exc), file=trace.path))
-            continue
-        results.append((result, check(result)))
+    errors: list[LoopguardError] = []
+    with _trace_warnings():  # each file is replayed as it is read (JSONL streamed): memory stays flat
+        for item in run_paths(args.paths, policy):
+            if isinstance(item, LoopguardError):
+                errors.append(item)
+            else:
+                results.append(item)
+                _report_warnings([item[0].trace])
     if args.json:
         _json([{**json_entry(r, m), "mismatches": [str(x) for x in m]} for r, m in results])
     else:

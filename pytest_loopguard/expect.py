@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, final
 
-from .model import ReplayResult, RunExpect, StepExpect, StepResult, Verdict
+from .model import ReplayResult, RunExpect, Step, StepExpect, StepResult, Verdict
 
-__all__ = ["Mismatch", "check", "check_run", "check_step", "describe_expect"]
+__all__ = ["Mismatch", "check", "check_reached", "check_run", "check_step", "describe_expect"]
 
 
 @final
@@ -75,6 +75,16 @@ def check_step(expect: StepExpect, got: StepResult) -> Mismatch | None:
     return None
 
 
+def check_reached(step: Step, got: StepResult, strict: bool) -> Mismatch | None:
+    """One step against its expectation; with `strict`, a step without one must combine to allow."""
+    if step.expect is not None:
+        return check_step(step.expect, got)
+    if strict and got.action not in ("allow", "not_reached"):
+        detail = "; ".join(f"{v.engine}: {v.action} {v.reason}" for v in got.verdicts)
+        return Mismatch(got.index, "action", "allow", got.action, f"strict: {detail}")
+    return None
+
+
 def check_run(expect: RunExpect, result: ReplayResult) -> list[Mismatch]:
     out: list[Mismatch] = []
     if expect.outcome is not None and expect.outcome != result.outcome:
@@ -100,13 +110,9 @@ def check(result: ReplayResult, *, strict: bool | None = None) -> list[Mismatch]
     strict = trace.strict if strict is None else strict
     out: list[Mismatch] = []
     for step, got in zip(trace.steps, result.steps, strict=True):
-        if step.expect is not None:
-            m = check_step(step.expect, got)
-            if m is not None:
-                out.append(m)
-        elif strict and got.action not in ("allow", "not_reached"):
-            detail = "; ".join(f"{v.engine}: {v.action} {v.reason}" for v in got.verdicts)
-            out.append(Mismatch(got.index, "action", "allow", got.action, f"strict: {detail}"))
+        m = check_reached(step, got, strict)
+        if m is not None:
+            out.append(m)
     if trace.expect is not None:
         out.extend(check_run(trace.expect, result))
     return out

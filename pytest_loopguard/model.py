@@ -381,9 +381,12 @@ class ReplayResult:
     stopped_at: int | None
     stopped_by: str | None
     steps: tuple[StepResult, ...]
+    step_counts: Mapping[str, int] | None = None  # a streamed replay keeps these instead of the steps
 
     def counts(self) -> dict[str, int]:
-        """Steps per combined action (reached steps only)."""
+        """Steps per combined action (every step, `not_reached` included)."""
+        if self.step_counts is not None:
+            return dict(self.step_counts)
         out: dict[str, int] = {}
         for s in self.steps:
             out[s.action] = out.get(s.action, 0) + 1

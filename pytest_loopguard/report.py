@@ -65,6 +65,8 @@ def _value(value: Any) -> str:
 
 def mismatch_table(result: ReplayResult, mismatches: list[Mismatch], context: int = 2) -> str:
     """The mismatched steps with `context` steps around each, then one line per run-level mismatch."""
+    if not result.steps and result.step_counts is not None:  # a streamed replay kept no timeline
+        return "\n".join(str(m) for m in mismatches)
     trace = result.trace
     by_step: dict[int, Mismatch] = {}
     for m in mismatches:

@@ -1,0 +1,209 @@
+"""Streaming replay of JSONL traces: steps are read line by line, replayed as they come, and checked and
+counted as they go, so memory stays flat however long the trace (`loopguard run` uses it for .jsonl).
+
+A turn's calls are known only when its last call is read, so the stream holds one stretch of steps (from
+one `llm` step to the next) at a time; tool steps before the first `llm` step are held until an `llm`
+step or the end of the file says how they group (see `replay.turn_plan`). A trace whose objective is not
+in its header (the first user message) is read twice: once to find that message, once to replay.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import LoopguardError, TraceError, warn
+from .expect import Mismatch, check, check_reached, check_run
+from .model import ReplayResult, Step, ToolCall, Trace
+from .policy import Policy
+from .replay import Replayer, execute, policy_for, turn_plan
+from .traceio import _reject_constant, _step, iter_trace_files, load_file, trace_from_mapping
+
+__all__ = ["StreamedRun", "replay_jsonl", "run_paths"]
+
+
+class StreamedRun:
+    """What a streamed replay keeps: the header trace, the result without its step timeline (counts
+    instead), and the mismatches found as the steps went by."""
+
+    __slots__ = ("mismatches", "result")
+
+    def __init__(self, result: ReplayResult, mismatches: list[Mismatch]) -> None:
+        self.result = result
+        self.mismatches = mismatches
+
+
+def _lines(handle: IO[str], path: str, torn: list[str] | None) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON) of each non-blank line. A torn last line (a run cut off mid-write) is
+    left out, warned about and noted in `torn` (None: a silent first read), as the loader does; anywhere
+    else a syntax error is a bad trace."""
+    pending: tuple[int, str] | None = None
+    rows = 0
+    for lineno, text in enumerate(handle, start=1):
+        if not text.strip():
+            continue
+        if pending is not None:
+            yield pending[0], _parse(pending[1], pending[0], path)
+        pending = (lineno, text[:-1] if text.endswith("\n") else text)  # the loader's lines end before "\n"
+        rows += 1
+    if pending is None:
+        return
+    try:
+        last = json.loads(pending[1], parse_constant=_reject_constant)
+    except (json.JSONDecodeError, ValueError) as exc:
+        if rows == 1:
+            raise TraceError(f"JSON syntax error: {exc}", file=path, line=pending[0]) from None
+        if torn is not None:
+            message = f"{path}:{pending[0]}: torn last line ignored ({exc})"
+            warn(message)
+            torn.append(message)
+        return
+    yield pending[0], last
+
+
+def _parse(text: str, lineno: int, path: str) -> Any:
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise TraceError(f"JSON syntax error: {exc}", file=path, line=lineno) from None
+
+
+def _header(rows: Iterator[tuple[int, Any]], path: str) -> Trace:
+    first = next(rows, None)
+    if first is None:
+        raise TraceError("the file holds no trace (expected a header line)", file=path, line=1)
+    lineno, header = first
+    if not isinstance(header, dict):
+        raise TraceError("the first line must be the header mapping", file=path, line=lineno)
+    if "steps" in header:
+        raise TraceError("a JSONL header carries no 'steps': one step per following line",
+                         file=path, line=lineno, field="steps")
+    try:
+        return trace_from_mapping({**header, "steps": []}, path=path)
+    except TraceError as exc:
+        raise exc.located(file=path, line=lineno) from None
+
+
+def _steps(rows: Iterator[tuple[int, Any]], path: str) -> Iterator[Step]:
+    for index, (lineno, raw) in enumerate(rows):
+        try:
+            yield _step(raw, index)
+        except TraceError as exc:
+            raise exc.located(file=path, line=lineno) from None
+
+
+def _planned(steps: Iterator[Step]) -> Iterator[tuple[Step, tuple[ToolCall, ...] | None]]:
+    """Each step with the calls of the turn it starts, holding one stretch (llm step to llm step) at a time."""
+    held: list[Step] = []
+    has_llm: bool | None = None  # unknown until the first llm step, or the end of the file
+    for step in steps:
+        if step.kind == "llm":
+            if held:
+                yield from _stretch(held, True)
+            has_llm = True
+            held = [step]
+        else:
+            held.append(step)
+    if held:
+        yield from _stretch(held, bool(has_llm))
+
+
+def _stretch(steps: list[Step], has_llm: bool) -> Iterator[tuple[Step, tuple[ToolCall, ...] | None]]:
+    plan = turn_plan(steps, has_llm=has_llm)
+    for step in steps:
+        yield step, plan.get(step.index)
+
+
+def _objective(header: Trace, path: str) -> str:
+    """The run's objective: the header's task, else the first user message (found by a first read)."""
+    if header.task is not None and header.task.objective:
+        return header.task.objective
+    with open(path, encoding="utf-8") as handle:
+        rows = _lines(handle, path, None)
+        next(rows, None)
+        for step in _steps(rows, path):
+            if step.message is not None and step.message.from_user:
+                return step.message.text
+    return ""
+
+
+def replay_jsonl(path: str | Path, policy: Policy | str | None = None) -> StreamedRun | None:
+    """Replay a JSONL trace file as it is read and check its expectations as the steps go by.
+
+    The result has no step timeline (`steps` is empty) but the run's counts (`step_counts`), outcome and
+    where it stopped; mismatches are the same as `expect.check` finds on a full replay. None for a
+    scenario (`mode: simulate`), which is simulated, not replayed.
+    """
+    name = str(path)
+    try:
+        with open(name, encoding="utf-8") as handle:
+            torn: list[str] = []
+            rows = _lines(handle, name, torn)
+            header = _header(rows, name)
+            if header.mode == "simulate":
+                return None
+            resolved, policy_name = policy_for(header, policy)
+            replayer = Replayer(header, resolved, _objective(header, name))
+            counts: dict[str, int] = {}
+            mismatches: list[Mismatch] = []
+            strict = header.strict
+            for step, calls in _planned(_steps(rows, name)):
+                got = replayer.step(step, calls)
+                counts[got.action] = counts.get(got.action, 0) + 1
+                m = check_reached(step, got, strict)
+                if m is not None:
+                    mismatches.append(m)
+            outcome = replayer.finish()
+    except OSError as exc:
+        raise TraceError(f"cannot read: {exc.strerror}", file=name) from None
+    except UnicodeDecodeError:
+        raise TraceError("not UTF-8 text", file=name) from None
+    if torn:
+        header = dataclasses.replace(header, warnings=tuple(torn))
+    result = ReplayResult(header, policy_name, outcome, replayer.stopped_at, replayer.stopped_by, (),
+                          step_counts=counts)
+    if header.expect is not None:
+        mismatches.extend(check_run(header.expect, result))
+    return StreamedRun(result, mismatches)
+
+
+
+
+def run_paths(
+    paths: Sequence[str | Path], policy: Policy | None = None
+) -> Iterator[tuple[ReplayResult, list[Mismatch]] | LoopguardError]:
+    """Each trace under `paths` replayed (or simulated) and checked as its file is read, in file order:
+    JSONL files are streamed; a bad file, a duplicate name or a scenario the simulators reject is
+    yielded as its error, and the rest goes on."""
+    seen: dict[str, str] = {}
+    for f in iter_trace_files(paths):
+        if not f.exists():
+            yield TraceError("no such file or folder", file=str(f))
+            continue
+        try:
+            streamed = replay_jsonl(f, policy) if f.suffix.lower() == ".jsonl" else None
+            if streamed is not None:
+                loaded: list[Trace] = [streamed.result.trace]
+            else:
+                loaded = load_file(f)
+        except TraceError as exc:
+            yield exc
+            continue
+        for trace in loaded:
+            if trace.name in seen:
+                yield TraceError(f"duplicate trace name {trace.name!r} (also in {seen[trace.name]})",
+                                 file=str(f), field="name")
+                continue
+            seen[trace.name] = str(f)
+            if streamed is not None:
+                yield streamed.result, streamed.mismatches
+                continue
+            try:
+                result = execute(trace, policy)
+            except LoopguardError as exc:  # e.g. a scenario the simulators reject: a bad input like a load error
+                yield exc if isinstance(exc, TraceError) else TraceError(str(exc), file=trace.path)
+                continue
+            yield result, check(result)

@@ -1,0 +1,91 @@
+"""Streaming replay of JSONL files: the same outcome, counts and mismatches as loading and replaying,
+with the file read line by line, bad lines named by their line, and a torn last line left out."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from pytest_loopguard.bench import synthetic_trace
+from pytest_loopguard.errors import LoopguardWarning, TraceError
+from pytest_loopguard.expect import check
+from pytest_loopguard.model import Step, ToolCall, ToolResult, Trace
+from pytest_loopguard.replay import replay
+from pytest_loopguard.stream import replay_jsonl, run_paths
+from pytest_loopguard.traceio import dump, load_file, validate_paths
+
+ROOT = Path(__file__).parents[2]
+CORPUS = [t for t in validate_paths([ROOT / "traces"])[0] if t.mode != "simulate"]
+
+
+def streamed_equals_loaded(trace: Trace, folder: Path, policy: str | None = None) -> None:
+    path = folder / f"{trace.name}.jsonl"
+    dump(trace, path)
+    loaded = load_file(path)[0]
+    full = replay(loaded, policy)
+    streamed = replay_jsonl(path, policy)
+    assert streamed is not None
+    got = streamed.result
+    assert (got.outcome, got.stopped_at, got.stopped_by, got.policy) == (
+        full.outcome, full.stopped_at, full.stopped_by, full.policy)
+    assert got.counts() == full.counts() and got.steps == ()
+    assert [str(m) for m in streamed.mismatches] == [str(m) for m in check(full)]
+
+
+def test_every_corpus_trace_streams_to_the_same_result(tmp_path: Path) -> None:
+    assert len(CORPUS) > 100
+    for trace in CORPUS:
+        streamed_equals_loaded(trace, tmp_path)
+
+
+@pytest.mark.parametrize("preset", ["default", "hermes-current", "spacebot-worker", "qa-agent"])
+def test_synthetic_runs_stream_to_the_same_result_under_each_preset(tmp_path: Path, preset: str) -> None:
+    rng = random.Random(11)
+    for i in range(4):
+        streamed_equals_loaded(synthetic_trace(f"s{i}", rng, steps=300), tmp_path, preset)
+
+
+def test_turns_group_as_in_a_full_replay_without_llm_steps_and_before_the_first(tmp_path: Path) -> None:
+    click = ToolCall.of("browser_click", {"index": 1})
+    no_llm = Trace(name="no-llm", steps=tuple(Step(i, "tool", call=click, result=ToolResult()) for i in range(6)))
+    streamed_equals_loaded(no_llm, tmp_path, "default")
+    mixed = synthetic_trace("mixed", random.Random(5), steps=80)
+    head = tuple(Step(i, "tool", call=click, result=ToolResult()) for i in range(5))
+    shifted = tuple(Step(len(head) + s.index, s.kind, call=s.call, result=s.result, llm=s.llm, phase=s.phase,
+                         message=s.message, t=s.t) for s in mixed.steps)
+    streamed_equals_loaded(Trace(name="tools-first", steps=head + shifted), tmp_path, "default")
+
+
+def test_a_bad_step_is_named_by_its_line_as_the_loader_names_it(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"loopguard": 1, "name": "bad"}\n{"tool": "a"}\n\n{"tool": 3}\n{"tool": "b"}\n',
+                    encoding="utf-8")
+    with pytest.raises(TraceError) as loaded:
+        load_file(path)
+    with pytest.raises(TraceError) as streamed:
+        replay_jsonl(path)
+    assert str(streamed.value) == str(loaded.value) and ":4" in str(streamed.value)
+
+
+def test_a_torn_last_line_is_left_out_with_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "torn.jsonl"
+    path.write_text('{"loopguard": 1, "name": "torn"}\n{"tool": "a"}\n{"tool": "b", "ar\n', encoding="utf-8")
+    with pytest.warns(LoopguardWarning, match="torn last line"):
+        streamed = replay_jsonl(path)
+    assert streamed is not None and streamed.result.counts() == {"allow": 1}
+    assert streamed.result.trace.warnings and "torn.jsonl:3" in streamed.result.trace.warnings[0]
+
+
+def test_run_paths_reports_each_bad_file_and_goes_on(tmp_path: Path) -> None:
+    dump(synthetic_trace("one", random.Random(1), steps=30), tmp_path / "a.jsonl")
+    dump(synthetic_trace("one", random.Random(2), steps=30), tmp_path / "b.yaml")  # a duplicate name
+    (tmp_path / "c.jsonl").write_text("not json\n", encoding="utf-8")
+    dump(synthetic_trace("two", random.Random(3), steps=30), tmp_path / "d.json")
+    items = list(run_paths([tmp_path, tmp_path / "missing.yaml"]))
+    errors = [str(i) for i in items if isinstance(i, Exception)]
+    replayed = [i[0].trace.name for i in items if not isinstance(i, Exception)]
+    assert replayed == ["one", "two"]
+    assert len(errors) == 3 and "duplicate trace name 'one'" in errors[0] and "c.jsonl:1" in errors[1]
+    assert "no such file" in errors[2]
