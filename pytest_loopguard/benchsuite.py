@@ -3,7 +3,8 @@
 Each row is timed `repeat` times (min and median kept) and shown as a ratio to the baseline: a bare loop
 that only fingerprints each tool call of the same events (canonical JSON of tool + arguments, hashed) and
 counts consecutive repeats in a dict. Ratios are what to compare across machines; the goal column says
-what the row should reach. Heavy rows (a streamed 1M-event run, a 1,000-file corpus) run `loopguard run`
+what the row should reach, and `met` judges it as a ratio (a goal in µs divided by the baseline's cost on
+the machine that set it). Heavy rows (a streamed 1M-event run, a 1,000-file corpus) run `loopguard run`
 in a subprocess and are only measured when asked for, so a plain `loopguard bench` stays quick.
 """
 
@@ -39,6 +40,9 @@ __all__ = ["SuiteRow", "bare_loop", "run_suite", "suite_json", "suite_table"]
 _LIVE_CALLS: Final = 2000  # calls per live-check repeat
 _CONSTRUCTIONS: Final = 200  # Guards built per construction repeat
 _CORPUS_STEPS: Final = 40  # steps per file of the corpus row: about a real recorded run's length
+# The issue's goals in µs were set on its machine, where the baseline cost 19.2 µs / 14.5 = 1.32 µs per
+# event; judged as ratios to that baseline, they hold on any machine (a loaded one included).
+ISSUE_BASELINE_US: Final = 19.2 / 14.5
 
 
 @final
@@ -200,36 +204,44 @@ def run_suite(
     rows = [dataclasses.replace(base, ratio=1.0)]
     floor = base.min_us
 
-    def ratio_row(item: str, unit: str, units: int, seconds: list[float], goal: str, goal_us: float | None,
-                  per_event_units: float = 1.0, **extra: Any) -> SuiteRow:
+    def ratio_row(item: str, unit: str, units: int, seconds: list[float], goal: str, goal_ratio: float | None,
+                  **extra: Any) -> SuiteRow:
         row = _row(item, unit, units, seconds, extra=extra)
-        met = None if goal_us is None else row.min_us <= goal_us
-        return dataclasses.replace(row, goal=goal, met=met, ratio=row.min_us / per_event_units / floor)
+        ratio = row.min_us / floor
+        met = None if goal_ratio is None else ratio <= goal_ratio
+        if goal_ratio is not None:
+            goal = f"{goal} (≤ {goal_ratio:.2f}×)"
+        return dataclasses.replace(row, goal=goal, met=met, ratio=ratio)
+
+    def absolute(goal_us: float) -> float:
+        """An absolute goal of the issue as a ratio to the issue's own baseline on its machine."""
+        return goal_us / ISSUE_BASELINE_US
 
     for policy in policies:
         seconds = _repeat(lambda p=policy: _replay_all(traces, p), repeat)  # type: ignore[misc]
-        goal_us = 3 * floor
-        goal = f"≤ 3× baseline ({goal_us:.1f} µs)"
         if policy.name == "default":
-            goal_us = min(goal_us, 4.0)
-            goal = f"≤ 3× baseline and ≥ 250k events/s ({goal_us:.1f} µs)"
-        rows.append(ratio_row(f"replay {policy.name}", "event", n, seconds, goal, goal_us))
+            goal, goal_ratio = "≤ 3× baseline, ≥ 250k events/s", min(3.0, absolute(4.0))
+        else:
+            goal, goal_ratio = "≤ 3× baseline", 3.0
+        rows.append(ratio_row(f"replay {policy.name}", "event", n, seconds, goal, goal_ratio))
     bare = dataclasses.replace(resolve_policy("default"), engines={}, name="no-engines")
     rows.append(ratio_row("replay, no engine at all", "event", n, _repeat(lambda: _replay_all(traces, bare), repeat),
-                          "≤ 1 µs", 1.0))
+                          "≤ 1 µs", absolute(1.0)))
 
     default = resolve_policy("default")
     calls = _live_calls(traces)
     rows.append(ratio_row("live check, default (call built)", "check", len(calls),
-                          _repeat(lambda: _live_loop(default, calls, build=False), repeat), "≤ 5 µs", 5.0))
+                          _repeat(lambda: _live_loop(default, calls, build=False), repeat), "≤ 5 µs",
+                          absolute(5.0)))
     rows.append(ratio_row("live check, default + ToolCall.of", "check", len(calls),
                           _repeat(lambda: _live_loop(default, calls, build=True), repeat), "—", None))
     raw_args = [(c.tool, dict(c.args)) for c, _ in calls]
     rows.append(ratio_row("ToolCall.of", "call", len(raw_args),
-                          _repeat(lambda: [ToolCall.of(t, a) for t, a in raw_args], repeat), "≤ 2 µs", 2.0))
+                          _repeat(lambda: [ToolCall.of(t, a) for t, a in raw_args], repeat), "≤ 2 µs",
+                          absolute(2.0)))
     rows.append(ratio_row("Guard construction, default", "guard", _CONSTRUCTIONS,
                           _repeat(lambda: [Guard(default) for _ in range(_CONSTRUCTIONS)], repeat),
-                          "≤ 100 µs", 100.0))
+                          "≤ 100 µs", absolute(100.0)))
 
     sample = traces[0]
     for fmt in ("yaml", "json", "jsonl"):

@@ -24,7 +24,7 @@ def test_bench_prints_every_row_with_its_goal(capsys: pytest.CaptureFixture[str]
     assert lines[0].split()[:3] == ["item", "per", "min"]
     items = [line.split("  ")[0].strip() for line in lines[2:-1]]
     assert items == ROWS
-    assert "≤ 3× baseline and ≥ 250k events/s" in lines[3] and "≤ 5 µs" in lines[6]
+    assert "≤ 3× baseline, ≥ 250k events/s (≤ 3.00×)" in lines[3] and "≤ 5 µs (≤ 3.78×)" in lines[6]
     assert lines[-1] == "200 events per replay row, min and median of 1 repeats, seed 0"
 
 
