@@ -1,0 +1,1 @@
+"""Importers: turn the logs agent frameworks keep into loopguard traces."""

@@ -1,0 +1,227 @@
+"""OpenAI Chat Completions logs (a `messages` list, or JSONL of request/response records) as traces.
+
+Mapping (FORMATS.md §1): each assistant message is one `llm` step (its usage when the log has it), then one
+tool step per `tool_calls[]` entry (parallel calls are one turn); a `role: tool` message is the result of the
+call with its `tool_call_id`; `system`/`developer` messages are system messages; `user` messages are a
+person's prompts (`origin: user`). A log that ends with an assistant message asking for no call ends with a
+`done` step holding that answer. Chat tool messages carry no error flag, so every result is a success.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from .run_builder import Conversion, RunBuilder, content_text, parse_arguments, usage_tokens
+
+__all__ = ["ORIGIN", "convert_document", "convert_rows", "sniff_document", "sniff_row"]
+
+ORIGIN: Final = "openai-chat"
+ROLES: Final = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+
+@dataclass(slots=True)
+class _Entry:
+    """One message and where it sits; `response` is the completion it came from (usage, finish reason)."""
+
+    message: Mapping[str, Any]
+    row: int | None
+    index: int | None
+    response: Mapping[str, Any] = field(default_factory=dict)
+    finish_reason: str | None = None
+
+
+# ---- recognising -----------------------------------------------------------------------------------------
+def _is_chat_message(value: Any) -> bool:
+    return isinstance(value, Mapping) and value.get("role") in ROLES and (
+        "content" in value or "tool_calls" in value or "function_call" in value
+    )
+
+
+def _has_chat_marks(messages: Sequence[Any]) -> bool:
+    """A list that is Chat Completions and not Anthropic: no content blocks typed tool_use/tool_result."""
+    if not messages or not all(_is_chat_message(m) for m in messages):
+        return False
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list) and any(
+            isinstance(b, Mapping) and b.get("type") in ("tool_use", "tool_result", "thinking") for b in content
+        ):
+            return False
+    return True
+
+
+def _messages_of(doc: Any) -> Sequence[Any] | None:
+    if isinstance(doc, list):
+        return doc
+    if isinstance(doc, Mapping):
+        for key in ("messages", "traj"):  # `traj`: tau-bench's EnvRunResult
+            if isinstance(doc.get(key), list):
+                return doc[key]  # type: ignore[no-any-return]
+    return None
+
+
+def _is_record(value: Any) -> bool:
+    if not isinstance(value, Mapping):
+        return False
+    response = value.get("response", value)
+    return isinstance(response, Mapping) and isinstance(response.get("choices"), list)
+
+
+def sniff_document(doc: Any) -> bool:
+    """A JSON document holding one chat (messages list, `{messages}`, tau-bench `{traj}`) or a list of them."""
+    messages = _messages_of(doc)
+    if messages is not None and _has_chat_marks(messages):
+        return True
+    return isinstance(doc, list) and bool(doc) and all(
+        (m := _messages_of(d)) is not None and isinstance(d, Mapping) and _has_chat_marks(m) for d in doc
+    )
+
+
+def sniff_row(row: Any) -> bool:
+    """A JSONL line of a chat log: a request/response record, a bare completion, a message, or `{messages}`."""
+    if _is_record(row) or _is_chat_message(row):
+        return True
+    messages = _messages_of(row)
+    return isinstance(row, Mapping) and messages is not None and _has_chat_marks(messages)
+
+
+# ---- converting ------------------------------------------------------------------------------------------
+def _run_id(doc: Any, fallback: str) -> str:
+    if isinstance(doc, Mapping):
+        if doc.get("task_id") is not None:
+            trial = doc.get("trial")
+            return f"task-{doc['task_id']}" + (f"-trial-{trial}" if trial is not None else "")
+        for key in ("id", "run_id", "conversation_id"):
+            if isinstance(doc.get(key), (str, int)) and str(doc[key]):
+                return str(doc[key])
+    return fallback
+
+
+def convert_document(doc: Any, file: str, stem: str) -> list[Conversion]:
+    """Every run in a JSON document that `sniff_document` accepted."""
+    messages = _messages_of(doc)
+    if messages is not None and _has_chat_marks(messages):
+        entries = (_Entry(m, None, i) for i, m in enumerate(messages))
+        return [_convert(entries, file, _run_id(doc, stem), doc)]
+    runs = []
+    for position, item in enumerate(doc):
+        entries = (_Entry(m, position, i) for i, m in enumerate(_messages_of(item) or []))
+        runs.append(_convert(entries, file, _run_id(item, f"{stem}-{position}"), item))
+    return runs
+
+
+def convert_rows(rows: Sequence[tuple[int, Any]], file: str, stem: str) -> list[Conversion]:
+    """Every run in a JSONL file of (line number, parsed line): records or messages make one run, and each
+    `{messages}` line (a fine-tuning or eval dataset) is a run of its own."""
+    if rows and all(isinstance(r, Mapping) and _messages_of(r) is not None and not _is_record(r) for _, r in rows):
+        runs = []
+        for line, row in rows:
+            entries = (_Entry(m, line, i) for i, m in enumerate(_messages_of(row) or []))
+            runs.append(_convert(entries, file, _run_id(row, f"{stem}-{line}"), row))
+        return runs
+    return [_convert(_record_entries(rows), file, stem, None)]
+
+
+def _record_entries(rows: Sequence[tuple[int, Any]]) -> Iterator[_Entry]:
+    """Messages in conversation order from request/response records, each request's history counted once.
+
+    Each request repeats the history; what is new in it comes after its last assistant message (the previous
+    response), which still holds when the agent trimmed older history. The first request is new in full.
+    """
+    first = True
+    for line, row in rows:
+        if _is_chat_message(row):
+            yield _Entry(row, line, None)
+            continue
+        request = row.get("request") if isinstance(row.get("request"), Mapping) else {}
+        messages = request.get("messages") if isinstance(request.get("messages"), list) else []
+        start = 0
+        if not first:
+            last = max((i for i, m in enumerate(messages) if isinstance(m, Mapping) and m.get("role") == "assistant"),
+                       default=-1)
+            start = last + 1
+        for i in range(start, len(messages)):
+            yield _Entry(messages[i], line, i)
+        first = False
+        response = row.get("response", row)
+        choices = response.get("choices") or []
+        if not choices or not isinstance(choices[0], Mapping):
+            continue
+        choice = choices[0]
+        message = choice.get("message") if isinstance(choice.get("message"), Mapping) else {}
+        yield _Entry(message, line, None, response, choice.get("finish_reason"))
+
+
+def _convert(entries: Iterable[_Entry], file: str, run_id: str, doc: Any) -> Conversion:
+    builder = RunBuilder(file, run_id, origin=ORIGIN)
+    items = list(entries)
+    for position, entry in enumerate(items):
+        m = entry.message
+        role = m.get("role", "assistant" if entry.response else None)
+        where = {"row": entry.row, "index": entry.index}
+        if role in ("system", "developer"):
+            builder.message(content_text(m.get("content"), builder.unmapped), role="system", **where)
+        elif role == "user":
+            name = m.get("name") if isinstance(m.get("name"), str) else None
+            text = content_text(m.get("content"), builder.unmapped, " in a user message")
+            builder.message(text, role="user", origin="user", name=name, **where)
+        elif role == "assistant":
+            _assistant(builder, entry, last=position == len(items) - 1)
+        elif role in ("tool", "function"):
+            call_id = m.get("tool_call_id") if role == "tool" else None
+            text = content_text(m.get("content"), builder.unmapped, " in a tool result")
+            builder.result(call_id if isinstance(call_id, str) else None, {"text": text}, **where)
+        else:
+            note = f"message with role {role!r}"
+            if note not in builder.unmapped:
+                builder.unmapped.append(note)
+    model = doc.get("model") if isinstance(doc, Mapping) else None
+    builder.model = model if isinstance(model, str) else builder.model
+    return builder.build()
+
+
+def _assistant(builder: RunBuilder, entry: _Entry, *, last: bool) -> None:
+    m, response = entry.message, entry.response
+    where = {"row": entry.row, "index": entry.index}
+    calls = [c for c in (m.get("tool_calls") or []) if isinstance(c, Mapping)]
+    legacy = m.get("function_call") if isinstance(m.get("function_call"), Mapping) else None
+    text = content_text(m.get("content"), builder.unmapped, " in an assistant message")
+    final = last and not calls and legacy is None
+    usage = response.get("usage")
+    extensions: dict[str, Any] = {}
+    if entry.finish_reason:
+        extensions["x-finish-reason"] = entry.finish_reason
+    if isinstance(response.get("id"), str):
+        extensions["x-response-id"] = response["id"]
+    if isinstance(m.get("refusal"), str) and m["refusal"]:
+        extensions["x-refusal"] = m["refusal"]
+    details = usage.get("completion_tokens_details") if isinstance(usage, Mapping) else None
+    if isinstance(details, Mapping) and isinstance(details.get("reasoning_tokens"), int):
+        extensions["x-reasoning-tokens"] = details["reasoning_tokens"]
+    if isinstance(response.get("model"), str):
+        builder.model = response["model"]
+    builder.llm(tokens=usage_tokens(usage, "prompt_tokens", "completion_tokens"), text="" if final else text,
+                extensions=extensions, **where)
+    for call in calls:
+        kind = call.get("type", "function")
+        call_id = call.get("id") if isinstance(call.get("id"), str) else None
+        if kind == "custom" and isinstance(call.get("custom"), Mapping):
+            # A custom tool takes free text (possibly under a grammar), not JSON: it is the one argument.
+            body = call["custom"]
+            builder.call(call_id, str(body.get("name") or ""), {"input": body.get("input", "")},
+                         extensions={"x-tool-type": "custom"}, **where)
+            continue
+        function = call.get("function") if isinstance(call.get("function"), Mapping) else {}
+        args, extra = parse_arguments(function.get("arguments"))
+        if kind != "function":
+            extra["x-tool-type"] = kind
+        builder.call(call_id, str(function.get("name") or ""), args, extensions=extra, **where)
+    if legacy is not None:
+        args, extra = parse_arguments(legacy.get("arguments"))
+        # The deprecated form has no id: its result is the next `role: function` message.
+        builder.call(None, str(legacy.get("name") or ""), args, extensions={"x-legacy": "function_call", **extra},
+                     **where)
+    if final:
+        builder.done(text, **where)
