@@ -15,9 +15,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .run_builder import Conversion, RunBuilder, content_text, parse_arguments, usage_tokens
+from .base import ImportedRun
+from .json_log import JsonLogImporter
+from .run_builder import RunBuilder, content_text, list_at, mapping_at, parse_arguments, usage_tokens
 
-__all__ = ["ORIGIN", "convert_document", "convert_rows", "sniff_document", "sniff_row"]
+__all__ = ["AnthropicImporter"]
 
 ORIGIN: Final = "anthropic"
 MARK_BLOCKS: Final = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use"})
@@ -62,9 +64,9 @@ def _messages_of(doc: Any) -> Sequence[Any] | None:
     return None
 
 
-def sniff_document(doc: Any) -> bool:
+def _sniff_document(doc: Any) -> bool:
     """A JSON messages list (or `{messages}` request) with Anthropic blocks: tool_use, tool_result, thinking."""
-    messages = _messages_of(doc)
+    messages = _messages_of(doc) or []
     return bool(messages) and all(_is_message(m) for m in messages) and any(_marked(m) for m in messages)
 
 
@@ -72,7 +74,7 @@ def _is_record(row: Any) -> bool:
     return isinstance(row, Mapping) and isinstance(row.get("response"), Mapping) and _marked(row["response"])
 
 
-def sniff_row(row: Any) -> bool:
+def _sniff_row(row: Any) -> bool:
     """A JSONL line of an Anthropic log: a request/response record, a response message, or a marked message."""
     return _is_record(row) or (_is_message(row) and _marked(row))
 
@@ -85,16 +87,17 @@ def _run_id(doc: Any, fallback: str) -> str:
     return fallback
 
 
-def convert_document(doc: Any, file: str, stem: str) -> list[Conversion]:
+def _convert_document(doc: Any, file: str, stem: str) -> list[ImportedRun]:
     messages = _messages_of(doc) or []
     builder = RunBuilder(file, _run_id(doc, stem), origin=ORIGIN)
     if isinstance(doc, Mapping):
         _system(builder, doc, None)
         builder.model = doc.get("model") if isinstance(doc.get("model"), str) else None
-    return [_convert(builder, [_Entry(_unwrap(m), None, i) for i, m in enumerate(messages)])]
+    entries = [_Entry(_unwrap(m), None, i) for i, m in enumerate(messages) if isinstance(_unwrap(m), Mapping)]
+    return [_convert(builder, entries)]
 
 
-def convert_rows(rows: Sequence[tuple[int, Any]], file: str, stem: str) -> list[Conversion]:
+def _convert_rows(rows: Sequence[tuple[int, Any]], file: str, stem: str) -> list[ImportedRun]:
     """One run from JSONL: request/response records (each request's history counted once) or one message a line."""
     builder = RunBuilder(file, stem, origin=ORIGIN)
     return [_convert(builder, list(_record_entries(builder, rows)))]
@@ -108,8 +111,8 @@ def _record_entries(builder: RunBuilder, rows: Sequence[tuple[int, Any]]) -> Ite
             if _is_message(message):
                 yield _Entry(message, line, None, message if message.get("role") == "assistant" else {})
             continue
-        request = row.get("request") if isinstance(row.get("request"), Mapping) else {}
-        messages = request.get("messages") if isinstance(request.get("messages"), list) else []
+        request = mapping_at(row, "request")
+        messages = list_at(request, "messages")
         start = 0
         if first:
             _system(builder, request, line)
@@ -126,14 +129,12 @@ def _record_entries(builder: RunBuilder, rows: Sequence[tuple[int, Any]]) -> Ite
 def _system(builder: RunBuilder, doc: Mapping[str, Any], row: int | None) -> None:
     system = doc.get("system")
     if system:
-        builder.message(content_text(system, builder.unmapped, " in the system prompt"), role="system", row=row)
+        builder.message(content_text(system, builder.unmapped, " in the system prompt"), role="system", at=(row, None))
 
 
-def _convert(builder: RunBuilder, entries: list[_Entry]) -> Conversion:
+def _convert(builder: RunBuilder, entries: list[_Entry]) -> ImportedRun:
     for position, entry in enumerate(entries):
         m = entry.message
-        if not isinstance(m, Mapping):
-            continue
         if m.get("role") == "assistant":
             _assistant(builder, entry, last=position == len(entries) - 1)
         elif m.get("role") == "user":
@@ -168,7 +169,7 @@ def _user(builder: RunBuilder, entry: _Entry) -> None:
     for block in results:
         call_id = block.get("tool_use_id")
         builder.result(call_id if isinstance(call_id, str) else None, _tool_result(block, builder),
-                       row=entry.row, index=entry.index)
+                       at=(entry.row, entry.index))
     texts = [b for b in blocks if b.get("type") == "text"]
     for block in blocks:
         if block.get("type") not in ("text", "tool_result"):
@@ -178,12 +179,12 @@ def _user(builder: RunBuilder, entry: _Entry) -> None:
     if texts:
         # Text sent with tool results is what the harness added (reminders, feedback), not a person's prompt.
         text = "\n".join(str(b.get("text", "")) for b in texts)
-        builder.message(text, role="user", origin="harness" if results else "user", row=entry.row, index=entry.index)
+        builder.message(text, role="user", origin="harness" if results else "user", at=(entry.row, entry.index))
 
 
 def _assistant(builder: RunBuilder, entry: _Entry, *, last: bool) -> None:
     m = entry.message
-    where = {"row": entry.row, "index": entry.index}
+    where = (entry.row, entry.index)
     blocks = _blocks(m.get("content"))
     calls = [b for b in blocks if b.get("type") in ("tool_use", "server_tool_use")]
     text = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
@@ -208,20 +209,39 @@ def _assistant(builder: RunBuilder, entry: _Entry, *, last: bool) -> None:
             tokens["input_tokens"] += cached
     if isinstance(m.get("model"), str):
         builder.model = m["model"]
-    builder.llm(tokens=tokens, text="" if final else text, extensions=extensions, **where)
+    builder.llm(tokens=tokens, text="" if final else text, extensions=extensions, at=where)
     for block in calls:
         call_id = block.get("id") if isinstance(block.get("id"), str) else None
         args, extra = parse_arguments(block.get("input"))
         if block.get("type") == "server_tool_use":
             extra["x-tool-type"] = "server"
-        builder.call(call_id, str(block.get("name") or ""), args, extensions=extra, **where)
+        builder.call(call_id, str(block.get("name") or ""), args, extensions=extra, at=where)
     for block in blocks:
         kind = str(block.get("type"))
         if kind.endswith("_tool_result") and isinstance(block.get("tool_use_id"), str):
-            builder.result(block["tool_use_id"], _tool_result(block, builder), **where)
+            builder.result(block["tool_use_id"], _tool_result(block, builder), at=where)
         elif kind not in ("text", "tool_use", "server_tool_use", "thinking", "redacted_thinking"):
             note = f"{kind} block in an assistant message"
             if note not in builder.unmapped:
                 builder.unmapped.append(note)
     if final:
-        builder.done(text, **where)
+        builder.done(text, at=where)
+
+
+class AnthropicImporter(JsonLogImporter):
+    """Anthropic Messages: tool_use and tool_result blocks."""
+
+    name = "anthropic"
+    description = "Anthropic Messages: tool_use and tool_result blocks"
+
+    def sniff_document(self, doc: Any) -> bool:
+        return _sniff_document(doc)
+
+    def sniff_row(self, row: Any) -> bool:
+        return _sniff_row(row)
+
+    def convert_document(self, doc: Any, file: str, stem: str) -> list[ImportedRun]:
+        return _convert_document(doc, file, stem)
+
+    def convert_rows(self, rows: Sequence[tuple[int, Any]], file: str, stem: str) -> list[ImportedRun]:
+        return _convert_rows(rows, file, stem)

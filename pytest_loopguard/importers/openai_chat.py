@@ -13,9 +13,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from .run_builder import Conversion, RunBuilder, content_text, parse_arguments, usage_tokens
+from .base import ImportedRun
+from .json_log import JsonLogImporter
+from .run_builder import RunBuilder, content_text, list_at, mapping_at, parse_arguments, usage_tokens
 
-__all__ = ["ORIGIN", "convert_document", "convert_rows", "sniff_document", "sniff_row"]
+__all__ = ["ChatImporter"]
 
 ORIGIN: Final = "openai-chat"
 ROLES: Final = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -69,7 +71,7 @@ def _is_record(value: Any) -> bool:
     return isinstance(response, Mapping) and isinstance(response.get("choices"), list)
 
 
-def sniff_document(doc: Any) -> bool:
+def _sniff_document(doc: Any) -> bool:
     """A JSON document holding one chat (messages list, `{messages}`, tau-bench `{traj}`) or a list of them."""
     messages = _messages_of(doc)
     if messages is not None and _has_chat_marks(messages):
@@ -79,7 +81,7 @@ def sniff_document(doc: Any) -> bool:
     )
 
 
-def sniff_row(row: Any) -> bool:
+def _sniff_row(row: Any) -> bool:
     """A JSONL line of a chat log: a request/response record, a bare completion, a message, or `{messages}`."""
     if _is_record(row) or _is_chat_message(row):
         return True
@@ -99,7 +101,7 @@ def _run_id(doc: Any, fallback: str) -> str:
     return fallback
 
 
-def convert_document(doc: Any, file: str, stem: str) -> list[Conversion]:
+def _convert_document(doc: Any, file: str, stem: str) -> list[ImportedRun]:
     """Every run in a JSON document that `sniff_document` accepted."""
     messages = _messages_of(doc)
     if messages is not None and _has_chat_marks(messages):
@@ -112,7 +114,7 @@ def convert_document(doc: Any, file: str, stem: str) -> list[Conversion]:
     return runs
 
 
-def convert_rows(rows: Sequence[tuple[int, Any]], file: str, stem: str) -> list[Conversion]:
+def _convert_rows(rows: Sequence[tuple[int, Any]], file: str, stem: str) -> list[ImportedRun]:
     """Every run in a JSONL file of (line number, parsed line): records or messages make one run, and each
     `{messages}` line (a fine-tuning or eval dataset) is a run of its own."""
     if rows and all(isinstance(r, Mapping) and _messages_of(r) is not None and not _is_record(r) for _, r in rows):
@@ -135,8 +137,8 @@ def _record_entries(rows: Sequence[tuple[int, Any]]) -> Iterator[_Entry]:
         if _is_chat_message(row):
             yield _Entry(row, line, None)
             continue
-        request = row.get("request") if isinstance(row.get("request"), Mapping) else {}
-        messages = request.get("messages") if isinstance(request.get("messages"), list) else []
+        request = mapping_at(row, "request")
+        messages = list_at(request, "messages")
         start = 0
         if not first:
             last = max((i for i, m in enumerate(messages) if isinstance(m, Mapping) and m.get("role") == "assistant"),
@@ -150,29 +152,29 @@ def _record_entries(rows: Sequence[tuple[int, Any]]) -> Iterator[_Entry]:
         if not choices or not isinstance(choices[0], Mapping):
             continue
         choice = choices[0]
-        message = choice.get("message") if isinstance(choice.get("message"), Mapping) else {}
+        message = mapping_at(choice, "message")
         yield _Entry(message, line, None, response, choice.get("finish_reason"))
 
 
-def _convert(entries: Iterable[_Entry], file: str, run_id: str, doc: Any) -> Conversion:
+def _convert(entries: Iterable[_Entry], file: str, run_id: str, doc: Any) -> ImportedRun:
     builder = RunBuilder(file, run_id, origin=ORIGIN)
     items = list(entries)
     for position, entry in enumerate(items):
         m = entry.message
         role = m.get("role", "assistant" if entry.response else None)
-        where = {"row": entry.row, "index": entry.index}
+        where = (entry.row, entry.index)
         if role in ("system", "developer"):
-            builder.message(content_text(m.get("content"), builder.unmapped), role="system", **where)
+            builder.message(content_text(m.get("content"), builder.unmapped), role="system", at=where)
         elif role == "user":
             name = m.get("name") if isinstance(m.get("name"), str) else None
             text = content_text(m.get("content"), builder.unmapped, " in a user message")
-            builder.message(text, role="user", origin="user", name=name, **where)
+            builder.message(text, role="user", origin="user", name=name, at=where)
         elif role == "assistant":
             _assistant(builder, entry, last=position == len(items) - 1)
         elif role in ("tool", "function"):
             call_id = m.get("tool_call_id") if role == "tool" else None
             text = content_text(m.get("content"), builder.unmapped, " in a tool result")
-            builder.result(call_id if isinstance(call_id, str) else None, {"text": text}, **where)
+            builder.result(call_id if isinstance(call_id, str) else None, {"text": text}, at=where)
         else:
             note = f"message with role {role!r}"
             if note not in builder.unmapped:
@@ -184,7 +186,7 @@ def _convert(entries: Iterable[_Entry], file: str, run_id: str, doc: Any) -> Con
 
 def _assistant(builder: RunBuilder, entry: _Entry, *, last: bool) -> None:
     m, response = entry.message, entry.response
-    where = {"row": entry.row, "index": entry.index}
+    where = (entry.row, entry.index)
     calls = [c for c in (m.get("tool_calls") or []) if isinstance(c, Mapping)]
     legacy = m.get("function_call") if isinstance(m.get("function_call"), Mapping) else None
     text = content_text(m.get("content"), builder.unmapped, " in an assistant message")
@@ -203,7 +205,7 @@ def _assistant(builder: RunBuilder, entry: _Entry, *, last: bool) -> None:
     if isinstance(response.get("model"), str):
         builder.model = response["model"]
     builder.llm(tokens=usage_tokens(usage, "prompt_tokens", "completion_tokens"), text="" if final else text,
-                extensions=extensions, **where)
+                extensions=extensions, at=where)
     for call in calls:
         kind = call.get("type", "function")
         call_id = call.get("id") if isinstance(call.get("id"), str) else None
@@ -211,17 +213,36 @@ def _assistant(builder: RunBuilder, entry: _Entry, *, last: bool) -> None:
             # A custom tool takes free text (possibly under a grammar), not JSON: it is the one argument.
             body = call["custom"]
             builder.call(call_id, str(body.get("name") or ""), {"input": body.get("input", "")},
-                         extensions={"x-tool-type": "custom"}, **where)
+                         extensions={"x-tool-type": "custom"}, at=where)
             continue
-        function = call.get("function") if isinstance(call.get("function"), Mapping) else {}
+        function = mapping_at(call, "function")
         args, extra = parse_arguments(function.get("arguments"))
         if kind != "function":
             extra["x-tool-type"] = kind
-        builder.call(call_id, str(function.get("name") or ""), args, extensions=extra, **where)
+        builder.call(call_id, str(function.get("name") or ""), args, extensions=extra, at=where)
     if legacy is not None:
         args, extra = parse_arguments(legacy.get("arguments"))
         # The deprecated form has no id: its result is the next `role: function` message.
         builder.call(None, str(legacy.get("name") or ""), args, extensions={"x-legacy": "function_call", **extra},
-                     **where)
+                     at=where)
     if final:
-        builder.done(text, **where)
+        builder.done(text, at=where)
+
+
+class ChatImporter(JsonLogImporter):
+    """OpenAI Chat Completions messages: tool_calls and role tool results."""
+
+    name = "openai-chat"
+    description = "OpenAI Chat Completions messages: tool_calls and role tool results"
+
+    def sniff_document(self, doc: Any) -> bool:
+        return _sniff_document(doc)
+
+    def sniff_row(self, row: Any) -> bool:
+        return _sniff_row(row)
+
+    def convert_document(self, doc: Any, file: str, stem: str) -> list[ImportedRun]:
+        return _convert_document(doc, file, stem)
+
+    def convert_rows(self, rows: Sequence[tuple[int, Any]], file: str, stem: str) -> list[ImportedRun]:
+        return _convert_rows(rows, file, stem)

@@ -12,26 +12,31 @@ import json
 import math
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
 
-__all__ = ["Conversion", "RunBuilder", "content_text", "parse_arguments", "usage_tokens"]
+from .base import ImportedRun, trace_name
 
+__all__ = ["At", "RunBuilder", "content_text", "list_at", "mapping_at", "parse_arguments", "usage_tokens"]
+
+At = tuple[int | None, int | str | None]  # (row, index): a step's place in its source file
+NOWHERE: Final[At] = (None, None)
 ANONYMOUS: Final = ""  # the pairing key of calls that carry no id (OpenAI's legacy function_call)
-
-
-@dataclass(slots=True)
-class Conversion:
-    """What one run converted to: the trace mapping, the run's id, and what the import table reports."""
-
-    trace: dict[str, Any]
-    run_id: str
-    warnings: list[str] = field(default_factory=list)
-    unmapped: list[str] = field(default_factory=list)
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
+
+
+def mapping_at(value: Any, key: str) -> Mapping[str, Any]:
+    """`value[key]` when `value` is a mapping and that entry is one; else an empty mapping (logs vary)."""
+    found = value.get(key) if isinstance(value, Mapping) else None
+    return found if isinstance(found, Mapping) else {}
+
+
+def list_at(value: Any, key: str) -> list[Any]:
+    """`value[key]` when `value` is a mapping and that entry is a list; else an empty list."""
+    found = value.get(key) if isinstance(value, Mapping) else None
+    return found if isinstance(found, list) else []
 
 
 def parse_arguments(raw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -113,9 +118,10 @@ class RunBuilder:
         self._waiting: dict[str, deque[dict[str, Any]]] = {}
         self._ids: set[str] = set()
 
-    def _add(self, step: dict[str, Any], row: int | None, index: int | None, agent: str | None) -> dict[str, Any]:
+    def _add(self, step: dict[str, Any], at: At, agent: str | None) -> dict[str, Any]:
         if agent:
             step["agent"] = agent
+        row, index = at
         source: dict[str, Any] = {"file": self.file}
         if row is not None:
             source["row"] = row
@@ -132,8 +138,7 @@ class RunBuilder:
         role: str = "user",
         origin: str | None = None,
         name: str | None = None,
-        row: int | None = None,
-        index: int | None = None,
+        at: At = NOWHERE,
         agent: str | None = None,
     ) -> None:
         body: dict[str, Any] = {"role": role, "text": text}
@@ -144,7 +149,7 @@ class RunBuilder:
             body["name"] = name
         elif name:  # the format's `name` says which agent spoke; a person's or system's name is kept aside
             step["x-name"] = name
-        self._add(step, row, index, agent)
+        self._add(step, at, agent)
 
     def llm(
         self,
@@ -153,8 +158,7 @@ class RunBuilder:
         text: str = "",
         error: str | None = None,
         extensions: Mapping[str, Any] | None = None,
-        row: int | None = None,
-        index: int | None = None,
+        at: At = NOWHERE,
         agent: str | None = None,
     ) -> dict[str, Any]:
         body: dict[str, Any] = dict(tokens or {})
@@ -163,7 +167,7 @@ class RunBuilder:
         if text:
             body["text"] = text
         step: dict[str, Any] = {"llm": body, **(extensions or {})}
-        return self._add(step, row, index, agent)
+        return self._add(step, at, agent)
 
     def call(
         self,
@@ -173,25 +177,24 @@ class RunBuilder:
         *,
         extensions: Mapping[str, Any] | None = None,
         result: Mapping[str, Any] | None = None,
-        row: int | None = None,
-        index: int | None = None,
+        at: At = NOWHERE,
         agent: str | None = None,
     ) -> dict[str, Any]:
         """A tool call; without `result` it waits for `result(call_id, …)`."""
         step: dict[str, Any] = {"tool": tool or "unnamed", "args": dict(args)}
         if not tool:
-            self.warnings.append(f"{self._at(row, index)}: a call without a tool name, imported as 'unnamed'")
+            self.warnings.append(f"{self._at(at)}: a call without a tool name, imported as 'unnamed'")
         if call_id:
             step["x-call-id"] = call_id
         step.update(extensions or {})
         if result is not None:
             step["result"] = dict(result)
-        self._add(step, row, index, agent)
+        self._add(step, at, agent)
         if result is None:
             key = call_id or ANONYMOUS
             if call_id and call_id in self._ids:
                 self.warnings.append(
-                    f"{self._at(row, index)}: call id {call_id!r} is reused; results pair with the oldest "
+                    f"{self._at(at)}: call id {call_id!r} is reused; results pair with the oldest "
                     "waiting call of that id"
                 )
             self._waiting.setdefault(key, deque()).append(step)
@@ -199,26 +202,27 @@ class RunBuilder:
             self._ids.add(call_id)
         return step
 
-    def result(self, call_id: str | None, result: Mapping[str, Any], *, row: int | None = None,
-               index: int | None = None) -> bool:
+    def result(self, call_id: str | None, result: Mapping[str, Any], *, at: At = NOWHERE) -> bool:
         """Give the oldest waiting call of `call_id` its result; an orphan result is a warning (False)."""
         queue = self._waiting.get(call_id or ANONYMOUS)
         if not queue:
             what = f"call id {call_id!r}" if call_id else "no call id"
-            self.warnings.append(f"{self._at(row, index)}: orphan result ({what}): no call waits for it; not imported")
+            self.warnings.append(f"{self._at(at)}: orphan result ({what}): no call waits for it; not imported")
             return False
         step = queue.popleft()
         step["result"] = dict(result)
-        if row is not None or index is not None:
+        if at != NOWHERE:
+            row, index = at
             # Where the result came from, beside the call's own pointer: results arrive later, in any order.
             step["x-result-source"] = {k: v for k, v in (("row", row), ("index", index)) if v is not None}
         return True
 
-    def done(self, text: str, *, row: int | None = None, index: int | None = None, agent: str | None = None) -> None:
+    def done(self, text: str, *, at: At = NOWHERE, agent: str | None = None) -> None:
         body: dict[str, Any] = {"text": text} if text else {}
-        self._add({"done": body}, row, index, agent)
+        self._add({"done": body}, at, agent)
 
-    def _at(self, row: int | None, index: int | None) -> str:
+    def _at(self, at: At) -> str:
+        row, index = at
         where = self.file
         if row is not None:
             where += f":{row}"
@@ -226,7 +230,7 @@ class RunBuilder:
             where += f" item {index}"
         return where
 
-    def build(self, **top: Any) -> Conversion:
+    def build(self, **top: Any) -> ImportedRun:
         """The trace mapping; calls still waiting for a result are listed as warnings (they keep no result)."""
         for queue in self._waiting.values():
             for step in queue:
@@ -238,7 +242,7 @@ class RunBuilder:
         source: dict[str, Any] = {"kind": "imported", "origin": self.origin}
         if self.model:
             source["model"] = self.model
-        trace: dict[str, Any] = {"loopguard": 1, "name": self.run_id, "source": source}
+        trace: dict[str, Any] = {"loopguard": 1, "name": trace_name(self.run_id), "source": source}
         trace.update({k: v for k, v in top.items() if v is not None})
         trace["steps"] = self.steps
-        return Conversion(trace, self.run_id, self.warnings, self.unmapped)
+        return ImportedRun(self.run_id, trace, self.warnings, self.unmapped)
