@@ -30,7 +30,7 @@ FINAL_STOPS: Final = (None, "end_turn", "stop_sequence")
 class _Entry:
     message: Mapping[str, Any]
     row: int | None
-    index: int | None
+    index: int | str | None  # the message's place: its list position, or a JSON Pointer in a record
     response: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -89,17 +89,17 @@ def _run_id(doc: Any, fallback: str) -> str:
 
 def _convert_document(doc: Any, file: str, stem: str) -> list[ImportedRun]:
     messages = _messages_of(doc) or []
-    builder = RunBuilder(file, _run_id(doc, stem), origin=ORIGIN)
+    builder = RunBuilder(file, _run_id(doc, stem), fmt=ORIGIN)
     if isinstance(doc, Mapping):
         _system(builder, doc, None)
-        builder.model = doc.get("model") if isinstance(doc.get("model"), str) else None
+        builder.set_model(doc.get("model"))
     entries = [_Entry(_unwrap(m), None, i) for i, m in enumerate(messages) if isinstance(_unwrap(m), Mapping)]
     return [_convert(builder, entries)]
 
 
 def _convert_rows(rows: Sequence[tuple[int, Any]], file: str, stem: str) -> list[ImportedRun]:
     """One run from JSONL: request/response records (each request's history counted once) or one message a line."""
-    builder = RunBuilder(file, stem, origin=ORIGIN)
+    builder = RunBuilder(file, stem, fmt=ORIGIN)
     return [_convert(builder, list(_record_entries(builder, rows)))]
 
 
@@ -122,14 +122,14 @@ def _record_entries(builder: RunBuilder, rows: Sequence[tuple[int, Any]]) -> Ite
                              and m.get("role") == "assistant"), default=-1)
         first = False
         for i in range(start, len(messages)):
-            yield _Entry(messages[i], line, i)
-        yield _Entry(row["response"], line, None, row["response"])
+            yield _Entry(messages[i], line, f"/request/messages/{i}")
+        yield _Entry(row["response"], line, "/response", row["response"])
 
 
 def _system(builder: RunBuilder, doc: Mapping[str, Any], row: int | None) -> None:
     system = doc.get("system")
     if system:
-        builder.message(content_text(system, builder.unmapped, " in the system prompt"), role="system", at=(row, None))
+        builder.say("system", content_text(system, builder.unmapped, " in the system prompt"), at=(row, None))
 
 
 def _convert(builder: RunBuilder, entries: list[_Entry]) -> ImportedRun:
@@ -141,8 +141,7 @@ def _convert(builder: RunBuilder, entries: list[_Entry]) -> ImportedRun:
             _user(builder, entry)
         else:
             note = f"message with role {m.get('role')!r}"
-            if note not in builder.unmapped:
-                builder.unmapped.append(note)
+            builder.note(note)
     return builder.build()
 
 
@@ -174,12 +173,11 @@ def _user(builder: RunBuilder, entry: _Entry) -> None:
     for block in blocks:
         if block.get("type") not in ("text", "tool_result"):
             note = f"{block.get('type')} block in a user message"
-            if note not in builder.unmapped:
-                builder.unmapped.append(note)
+            builder.note(note)
     if texts:
         # Text sent with tool results is what the harness added (reminders, feedback), not a person's prompt.
         text = "\n".join(str(b.get("text", "")) for b in texts)
-        builder.message(text, role="user", origin="harness" if results else "user", at=(entry.row, entry.index))
+        builder.say("user", text, origin="harness" if results else "user", at=(entry.row, entry.index))
 
 
 def _assistant(builder: RunBuilder, entry: _Entry, *, last: bool) -> None:
@@ -208,24 +206,23 @@ def _assistant(builder: RunBuilder, entry: _Entry, *, last: bool) -> None:
             extensions["x-uncached-input-tokens"] = tokens["input_tokens"]
             tokens["input_tokens"] += cached
     if isinstance(m.get("model"), str):
-        builder.model = m["model"]
-    builder.llm(tokens=tokens, text="" if final else text, extensions=extensions, at=where)
+        builder.set_model(m["model"])
+    builder.turn(tokens=tokens, text="" if final else text, x=extensions, at=where)
     for block in calls:
         call_id = block.get("id") if isinstance(block.get("id"), str) else None
         args, extra = parse_arguments(block.get("input"))
         if block.get("type") == "server_tool_use":
             extra["x-tool-type"] = "server"
-        builder.call(call_id, str(block.get("name") or ""), args, extensions=extra, at=where)
+        builder.call(call_id, str(block.get("name") or ""), args, x=extra, at=where)
     for block in blocks:
         kind = str(block.get("type"))
         if kind.endswith("_tool_result") and isinstance(block.get("tool_use_id"), str):
             builder.result(block["tool_use_id"], _tool_result(block, builder), at=where)
         elif kind not in ("text", "tool_use", "server_tool_use", "thinking", "redacted_thinking"):
             note = f"{kind} block in an assistant message"
-            if note not in builder.unmapped:
-                builder.unmapped.append(note)
+            builder.note(note)
     if final:
-        builder.done(text, at=where)
+        builder.finish(text=text, at=where)
 
 
 class AnthropicImporter(JsonLogImporter):

@@ -1,10 +1,11 @@
 """OpenAI Chat Completions logs (a `messages` list, or JSONL of request/response records) as traces.
 
 Mapping (FORMATS.md §1): each assistant message is one `llm` step (its usage when the log has it), then one
-tool step per `tool_calls[]` entry (parallel calls are one turn); a `role: tool` message is the result of the
-call with its `tool_call_id`; `system`/`developer` messages are system messages; `user` messages are a
-person's prompts (`origin: user`). A log that ends with an assistant message asking for no call ends with a
-`done` step holding that answer. Chat tool messages carry no error flag, so every result is a success.
+tool step per `tool_calls[]` entry (parallel calls are one turn); a `role: tool` message is the result of
+the call with its `tool_call_id` (a reused id pairs with the oldest call of that id still waiting);
+`system`/`developer` messages are system messages; `user` messages are a person's prompts (`origin: user`).
+A tool message whose text opens with `Error:` is a failed result (chat has no error flag; see
+`tool_result`). A log that ends with an assistant message asking for no call ends with a `done` step.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .run_builder import RunBuilder, content_text, list_at, mapping_at, parse_ar
 __all__ = ["ChatImporter"]
 
 ORIGIN: Final = "openai-chat"
+ERROR_PREFIX: Final = "Error:"
 ROLES: Final = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
 
@@ -29,7 +31,7 @@ class _Entry:
 
     message: Mapping[str, Any]
     row: int | None
-    index: int | None
+    index: int | str | None  # the message's place: its list position, or a JSON Pointer in a record
     response: Mapping[str, Any] = field(default_factory=dict)
     finish_reason: str | None = None
 
@@ -109,7 +111,8 @@ def _convert_document(doc: Any, file: str, stem: str) -> list[ImportedRun]:
         return [_convert(entries, file, _run_id(doc, stem), doc)]
     runs = []
     for position, item in enumerate(doc):
-        entries = (_Entry(m, position, i) for i, m in enumerate(_messages_of(item) or []))
+        key = "traj" if isinstance(item, Mapping) and "traj" in item else "messages"
+        entries = (_Entry(m, None, f"/{position}/{key}/{i}") for i, m in enumerate(_messages_of(item) or []))
         runs.append(_convert(entries, file, _run_id(item, f"{stem}-{position}"), item))
     return runs
 
@@ -145,7 +148,7 @@ def _record_entries(rows: Sequence[tuple[int, Any]]) -> Iterator[_Entry]:
                        default=-1)
             start = last + 1
         for i in range(start, len(messages)):
-            yield _Entry(messages[i], line, i)
+            yield _Entry(messages[i], line, f"/request/messages/{i}")
         first = False
         response = row.get("response", row)
         choices = response.get("choices") or []
@@ -153,34 +156,42 @@ def _record_entries(rows: Sequence[tuple[int, Any]]) -> Iterator[_Entry]:
             continue
         choice = choices[0]
         message = mapping_at(choice, "message")
-        yield _Entry(message, line, None, response, choice.get("finish_reason"))
+        pointer = "/response/choices/0/message" if "response" in row else "/choices/0/message"
+        yield _Entry(message, line, pointer, response, choice.get("finish_reason"))
+
+
+def tool_result(text: str) -> dict[str, Any]:
+    """A tool message's result. Chat has no error flag; a text opening with `Error:` is how tau-bench and
+    most hand-written tool loops report an exception (`f"Error: {e}"`), so such a result is a failure."""
+    if text.lstrip().startswith(ERROR_PREFIX):
+        return {"error": text, "x-error-inferred": f"text starts with {ERROR_PREFIX!r}"}
+    return {"text": text}
 
 
 def _convert(entries: Iterable[_Entry], file: str, run_id: str, doc: Any) -> ImportedRun:
-    builder = RunBuilder(file, run_id, origin=ORIGIN)
+    builder = RunBuilder(file, run_id, fmt=ORIGIN)
     items = list(entries)
     for position, entry in enumerate(items):
         m = entry.message
         role = m.get("role", "assistant" if entry.response else None)
         where = (entry.row, entry.index)
         if role in ("system", "developer"):
-            builder.message(content_text(m.get("content"), builder.unmapped), role="system", at=where)
+            builder.say("system", content_text(m.get("content"), builder.unmapped), at=where)
         elif role == "user":
             name = m.get("name") if isinstance(m.get("name"), str) else None
             text = content_text(m.get("content"), builder.unmapped, " in a user message")
-            builder.message(text, role="user", origin="user", name=name, at=where)
+            builder.say("user", text, origin="user", name=name, at=where)
         elif role == "assistant":
             _assistant(builder, entry, last=position == len(items) - 1)
         elif role in ("tool", "function"):
             call_id = m.get("tool_call_id") if role == "tool" else None
             text = content_text(m.get("content"), builder.unmapped, " in a tool result")
-            builder.result(call_id if isinstance(call_id, str) else None, {"text": text}, at=where)
+            builder.result(call_id if isinstance(call_id, str) else None, tool_result(text), at=where)
         else:
             note = f"message with role {role!r}"
-            if note not in builder.unmapped:
-                builder.unmapped.append(note)
-    model = doc.get("model") if isinstance(doc, Mapping) else None
-    builder.model = model if isinstance(model, str) else builder.model
+            builder.note(note)
+    if isinstance(doc, Mapping):
+        builder.set_model(doc.get("model"))
     return builder.build()
 
 
@@ -203,9 +214,9 @@ def _assistant(builder: RunBuilder, entry: _Entry, *, last: bool) -> None:
     if isinstance(details, Mapping) and isinstance(details.get("reasoning_tokens"), int):
         extensions["x-reasoning-tokens"] = details["reasoning_tokens"]
     if isinstance(response.get("model"), str):
-        builder.model = response["model"]
-    builder.llm(tokens=usage_tokens(usage, "prompt_tokens", "completion_tokens"), text="" if final else text,
-                extensions=extensions, at=where)
+        builder.set_model(response["model"])
+    builder.turn(tokens=usage_tokens(usage, "prompt_tokens", "completion_tokens"), text="" if final else text,
+                x=extensions, at=where)
     for call in calls:
         kind = call.get("type", "function")
         call_id = call.get("id") if isinstance(call.get("id"), str) else None
@@ -213,20 +224,20 @@ def _assistant(builder: RunBuilder, entry: _Entry, *, last: bool) -> None:
             # A custom tool takes free text (possibly under a grammar), not JSON: it is the one argument.
             body = call["custom"]
             builder.call(call_id, str(body.get("name") or ""), {"input": body.get("input", "")},
-                         extensions={"x-tool-type": "custom"}, at=where)
+                         x={"x-tool-type": "custom"}, at=where)
             continue
         function = mapping_at(call, "function")
         args, extra = parse_arguments(function.get("arguments"))
         if kind != "function":
             extra["x-tool-type"] = kind
-        builder.call(call_id, str(function.get("name") or ""), args, extensions=extra, at=where)
+        builder.call(call_id, str(function.get("name") or ""), args, x=extra, at=where)
     if legacy is not None:
         args, extra = parse_arguments(legacy.get("arguments"))
         # The deprecated form has no id: its result is the next `role: function` message.
-        builder.call(None, str(legacy.get("name") or ""), args, extensions={"x-legacy": "function_call", **extra},
+        builder.call(None, str(legacy.get("name") or ""), args, x={"x-legacy": "function_call", **extra},
                      at=where)
     if final:
-        builder.done(text, at=where)
+        builder.finish(text=text, at=where)
 
 
 class ChatImporter(JsonLogImporter):

@@ -40,7 +40,7 @@ KNOWN_ITEMS: Final = MODEL_ITEMS | OUTPUTS | {"message"}
 class _Item:
     item: Mapping[str, Any]
     row: int | None
-    index: int | None
+    index: int | str | None  # the item's list position, or a JSON Pointer in a document or record
 
 
 @dataclass(slots=True)
@@ -152,14 +152,15 @@ def _record_turns(rows: Sequence[tuple[int, Any]]) -> Iterator[_Turn | _Item]:
             if not first and not request.get("previous_response_id"):
                 start = 1 + max((n for n, i in enumerate(inputs) if isinstance(i, Mapping) and _is_model_item(i)),
                                 default=-1)
-            yield from (_Item(inputs[n], line, n) for n in range(start, len(inputs)))
+            yield from (_Item(inputs[n], line, f"/request/input/{n}") for n in range(start, len(inputs)))
         first = False
-        yield _Turn([_Item(i, line, n) for n, i in enumerate(response["output"])], response)
+        prefix = "/response" if _is_record(row) else ""
+        yield _Turn([_Item(i, line, f"{prefix}/output/{n}") for n, i in enumerate(response["output"])], response)
     yield from _turns(loose)
 
 
 def _convert(parts: Sequence[_Turn | _Item], file: str, run_id: str) -> ImportedRun:
-    builder = RunBuilder(file, run_id, origin=ORIGIN)
+    builder = RunBuilder(file, run_id, fmt=ORIGIN)
     for position, part in enumerate(parts):
         if isinstance(part, _Turn):
             _turn(builder, part, last=position == len(parts) - 1)
@@ -175,16 +176,15 @@ def _input(builder: RunBuilder, part: _Item) -> None:
         role = item.get("role")
         text = content_text(item.get("content"), builder.unmapped, " in an input message")
         if role in ("system", "developer"):
-            builder.message(text, role="system", at=where)
+            builder.say("system", text, at=where)
         else:
-            builder.message(text, role="user", origin="user", at=where)
+            builder.say("user", text, origin="user", at=where)
     elif kind in OUTPUTS:
         call_id = item.get("call_id", item.get("id"))  # local_shell_call_output names its call in `id`
         builder.result(call_id if isinstance(call_id, str) else None, _output_result(item, builder), at=where)
     else:
         note = f"{kind or 'untyped'} item"
-        if note not in builder.unmapped:
-            builder.unmapped.append(note)
+        builder.note(note)
 
 
 def _output_result(item: Mapping[str, Any], builder: RunBuilder) -> dict[str, Any]:
@@ -258,9 +258,9 @@ def _turn(builder: RunBuilder, turn: _Turn, *, last: bool) -> None:
     if response.get("status") not in (None, "completed"):
         extensions["x-status"] = response["status"]
     if isinstance(response.get("model"), str):
-        builder.model = response["model"]
-    builder.llm(tokens=usage_tokens(usage, "input_tokens", "output_tokens"), text="" if final else text,
-                extensions=extensions, at=where)
+        builder.set_model(response["model"])
+    builder.turn(tokens=usage_tokens(usage, "input_tokens", "output_tokens"), text="" if final else text,
+                x=extensions, at=where)
     for call in calls:
         item, kind = call.item, str(_kind(call.item))
         tool, args, extra = _call_args(item, kind)
@@ -271,9 +271,9 @@ def _turn(builder: RunBuilder, turn: _Turn, *, last: bool) -> None:
         at = (call.row, call.index)
         if kind in SERVER_CALLS:
             builder.call(item.get("id") if isinstance(item.get("id"), str) else None, tool, args,
-                         extensions={"x-tool-type": "server", **extra}, result=_server_result(item), at=at)
+                         x={"x-tool-type": "server", **extra}, result=_server_result(item), at=at)
         else:
             call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
-            builder.call(call_id, tool, args, extensions=extra, at=at)
+            builder.call(call_id, tool, args, x=extra, at=at)
     if final:
-        builder.done(text, at=where)
+        builder.finish(text=text, at=where)

@@ -195,12 +195,12 @@ def _failed(span: _Span) -> str | None:
 
 def _run(key: str, spans: list[_Span], by_id: Mapping[str, _Span], file: str) -> ImportedRun:
     spans.sort(key=lambda s: (s.start, s.order))
-    builder = RunBuilder(file, key, origin=ORIGIN)
+    builder = RunBuilder(file, key, fmt=ORIGIN)
     origin_time = spans[0].start if spans else 0
     prompt = next((t for s in spans if s.operation in INFERENCE and (t := _first_user_text(s))), None)
     if prompt is not None:
         first = spans[0]
-        builder.message(prompt, role="user", origin="user", at=(first.row, first.span_id))
+        builder.say("user", prompt, origin="user", at=(first.row, first.span_id))
     missing_args = tools = 0
     skipped: dict[str, int] = {}
     for span in spans:
@@ -208,7 +208,7 @@ def _run(key: str, spans: list[_Span], by_id: Mapping[str, _Span], file: str) ->
         at = (span.row, span.span_id or span.order)
         agent = _agent(span, by_id)
         if op in INFERENCE:
-            step = builder.llm(tokens=_usage(span), error=_failed(span), extensions=_llm_extensions(span, builder),
+            step = builder.turn(tokens=_usage(span), error=_failed(span), x=_llm_extensions(span, builder),
                                at=at, agent=agent)
         elif op == "execute_tool":
             tools += 1
@@ -226,7 +226,8 @@ def _run(key: str, spans: list[_Span], by_id: Mapping[str, _Span], file: str) ->
             "(content capture is opt-in), so those calls have no arguments"
         )
     builder.unmapped.extend(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in sorted(skipped.items()))
-    return builder.build(**{"x-trace-ids": sorted({s.trace_id for s in spans})})
+    builder.header_x["trace-ids"] = sorted({s.trace_id for s in spans})
+    return builder.build()
 
 
 def _usage(span: _Span) -> dict[str, int]:
@@ -243,7 +244,7 @@ def _usage(span: _Span) -> dict[str, int]:
 def _llm_extensions(span: _Span, builder: RunBuilder) -> dict[str, Any]:
     model = span.first(("gen_ai.response.model", "gen_ai.request.model"))
     if isinstance(model, str):
-        builder.model = model
+        builder.set_model(model)
     extensions: dict[str, Any] = {}
     for key, name in (("x-finish-reasons", "gen_ai.response.finish_reasons"), ("x-response-id", "gen_ai.response.id")):
         if span.attributes.get(name) is not None:
@@ -275,7 +276,7 @@ def _tool(span: _Span, builder: RunBuilder, at: tuple[int | None, str | int], ag
     if error is not None:
         result["error"] = error
     call_id = span.attributes.get("gen_ai.tool.call.id")
-    step = builder.call(call_id if isinstance(call_id, str) else None, name, args, extensions=extra,
+    step = builder.call(call_id if isinstance(call_id, str) else None, name, args, x=extra,
                         result=result, at=at, agent=agent)
     return step, int(raw_args is None)
 

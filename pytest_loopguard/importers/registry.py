@@ -19,8 +19,10 @@ ENTRY_POINT_GROUP = "loopguard.importers"
 def builtin_importers() -> list[Importer]:
     """The importers that ship with pytest-loopguard, in detection order."""
     from .mini_swe_agent import MiniSweAgent1, MiniSweAgent11
+    from .sdk_formats import sdk_importers
 
-    return [MiniSweAgent1(), MiniSweAgent11()]
+    # The SDK-log formats come last: a framework's own log (mini-swe-agent) may hold chat messages too.
+    return [MiniSweAgent1(), MiniSweAgent11(), *sdk_importers()]
 
 
 def available(plugins: Iterable[object] = ()) -> list[Importer]:
