@@ -153,10 +153,10 @@ def _blocks(content: Any) -> list[Mapping[str, Any]]:
 
 def _tool_result(block: Mapping[str, Any], builder: RunBuilder) -> dict[str, Any]:
     content = block.get("content")
-    text = content_text(content, builder.unmapped, " in a tool result")
     if isinstance(content, Mapping) and isinstance(content.get("error_code"), str):
         # Server tool results report failure as an `…_error` content object with an error code.
-        return {"error": text or content["error_code"]}
+        return {"error": content["error_code"]}
+    text = content_text(content, builder.unmapped, " in a tool result")
     if block.get("is_error") is True:
         return {"error": text or "tool_result is_error without text"}
     return {"text": text}

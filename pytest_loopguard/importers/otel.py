@@ -197,10 +197,11 @@ def _run(key: str, spans: list[_Span], by_id: Mapping[str, _Span], file: str) ->
     spans.sort(key=lambda s: (s.start, s.order))
     builder = RunBuilder(file, key, fmt=ORIGIN)
     origin_time = spans[0].start if spans else 0
-    prompt = next((t for s in spans if s.operation in INFERENCE and (t := _first_user_text(s))), None)
-    if prompt is not None:
-        first = spans[0]
-        builder.say("user", prompt, origin="user", at=(first.row, first.span_id))
+    for span in spans:
+        prompt = _first_user_text(span) if span.operation in INFERENCE else None
+        if prompt:
+            builder.say("user", prompt, origin="user", at=(span.row, span.span_id))
+            break
     missing_args = tools = 0
     skipped: dict[str, int] = {}
     for span in spans:
@@ -276,8 +277,9 @@ def _tool(span: _Span, builder: RunBuilder, at: tuple[int | None, str | int], ag
     if error is not None:
         result["error"] = error
     call_id = span.attributes.get("gen_ai.tool.call.id")
+    # A span without result or error content is a plain success: the format's step without `result`.
     step = builder.call(call_id if isinstance(call_id, str) else None, name, args, x=extra,
-                        result=result, at=at, agent=agent)
+                        result=result or None, at=at, agent=agent, awaits_result=False)
     return step, int(raw_args is None)
 
 

@@ -126,8 +126,10 @@ class RunBuilder(TraceBuilder):
         return step
 
     def call(self, call_id: str | None, tool: str, args: Mapping[str, Any], *, x: Mapping[str, Any] | None = None,
-             result: Mapping[str, Any] | None = None, at: At = NOWHERE, agent: str | None = None) -> dict[str, Any]:
-        """A tool call; without `result` it waits for `result(call_id, …)`."""
+             result: Mapping[str, Any] | None = None, at: At = NOWHERE, agent: str | None = None,
+             awaits_result: bool = True) -> dict[str, Any]:
+        """A tool call; without `result` it waits for `result(call_id, …)` unless `awaits_result` is false
+        (a span is the whole call: no result content means a plain success)."""
         extra = dict(x or {})
         if call_id:
             extra["x-call-id"] = call_id
@@ -135,7 +137,7 @@ class RunBuilder(TraceBuilder):
             self.warn(f"{self._where(at)}: a call without a tool name, imported as 'unnamed'")
         step = self.tool(tool or "unnamed", dict(args), index=self._place(at), agent=agent, x=extra,
                          result=dict(result) if result is not None else None)
-        if result is None:
+        if result is None and awaits_result:
             if call_id and call_id in self._ids:
                 self.warn(f"{self._where(at)}: call id {call_id!r} is reused; results pair with the oldest "
                           "waiting call of that id")
