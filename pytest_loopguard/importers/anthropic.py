@@ -6,7 +6,7 @@ them), then one tool step per `tool_use` block. A `tool_result` block is the res
 message is not a person's prompt: its results fill in calls, and any text beside them is a message with
 `origin: harness`. Only a user message without tool results is a person's prompt (`origin: user`).
 Thinking blocks are not steps (their tokens are already in `output_tokens`). A log that ends with an
-assistant message asking for no tool, stopped by `end_turn` (or with no stop reason), ends with `done`.
+assistant message asking for no client tool, stopped by `end_turn` (or with no stop reason), ends with `done`.
 """
 
 from __future__ import annotations
@@ -188,7 +188,8 @@ def _assistant(builder: RunBuilder, entry: _Entry, *, last: bool) -> None:
     text = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
     usage = m.get("usage", entry.response.get("usage"))
     stop = m.get("stop_reason", entry.response.get("stop_reason"))
-    final = last and not calls and stop in FINAL_STOPS
+    # Server tools ran inside this very response: only a client `tool_use` asks the agent loop to go on.
+    final = last and not any(b.get("type") == "tool_use" for b in calls) and stop in FINAL_STOPS
     extensions: dict[str, Any] = {}
     if isinstance(stop, str):
         extensions["x-stop-reason"] = stop

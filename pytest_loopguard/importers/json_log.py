@@ -77,4 +77,4 @@ class JsonLogImporter(Importer):
     @property
     def expected(self) -> str:
         """What a file of this format holds, for the one-line error when `--from` names the wrong format."""
-        return f"a {self.name} log ({self.description})"
+        return f"an {self.name} log (expected {self.description})"

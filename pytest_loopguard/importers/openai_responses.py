@@ -99,15 +99,16 @@ class ResponsesImporter(JsonLogImporter):
 
     def convert_document(self, doc: Any, file: str, stem: str) -> list[ImportedRun]:
         if isinstance(doc, list) and not _items_marked(doc):
-            return self.convert_rows([(position, d) for position, d in enumerate(doc)], file, stem)
+            # A JSON list of responses or records: each is placed by its position (a pointer), not a JSONL row.
+            return [_convert(list(_record_turns(list(enumerate(doc)), layout="list")), file, stem)]
         if isinstance(doc, list):
             items = [_Item(i, None, n) for n, i in enumerate(doc)]
             return [_convert(_turns(items), file, stem)]
         if _is_response(doc) or _is_record(doc):
-            return self.convert_rows([(0, doc)], file, stem)
-        items = [_Item(i, None, n) for n, i in enumerate(doc["input"])]
+            return [_convert(list(_record_turns([(0, doc)], layout="document")), file, str(doc.get("id") or stem))]
+        items = [_Item(i, None, f"/input/{n}") for n, i in enumerate(doc["input"])]
         response = mapping_at(doc, "response")
-        output = [_Item(i, None, n) for n, i in enumerate(doc.get("output") or [])]
+        output = [_Item(i, None, f"/output/{n}") for n, i in enumerate(doc.get("output") or [])]
         run_id = str(doc.get("id") or stem)
         return [_convert([*_turns(items), _Turn(output, response)] if output else _turns(items), file, run_id)]
 
@@ -130,13 +131,17 @@ def _turns(items: list[_Item]) -> list[_Turn | _Item]:
     return out
 
 
-def _record_turns(rows: Sequence[tuple[int, Any]]) -> Iterator[_Turn | _Item]:
-    """Records (request input + response), bare responses and bare items, in order; history counted once."""
+def _record_turns(rows: Sequence[tuple[int, Any]], *, layout: str = "jsonl") -> Iterator[_Turn | _Item]:
+    """Records (request input + response), bare responses and bare items, in order; history counted once.
+
+    `layout` says where `rows` came from: JSONL lines, the elements of a JSON list, or one JSON document."""
     first = True
     loose: list[_Item] = []
-    for line, row in rows:
+    for number, row in rows:
+        # JSONL: the row is the line; a JSON list: the position starts the pointer; one document: neither.
+        line, base = {"jsonl": (number, ""), "list": (None, f"/{number}")}.get(layout, (None, ""))
         if not (_is_response(row) or _is_record(row)):
-            loose.append(_Item(row, line, None))
+            loose.append(_Item(row, line, base or None))
             continue
         yield from _turns(loose)
         loose = []
@@ -152,9 +157,9 @@ def _record_turns(rows: Sequence[tuple[int, Any]]) -> Iterator[_Turn | _Item]:
             if not first and not request.get("previous_response_id"):
                 start = 1 + max((n for n, i in enumerate(inputs) if isinstance(i, Mapping) and _is_model_item(i)),
                                 default=-1)
-            yield from (_Item(inputs[n], line, f"/request/input/{n}") for n in range(start, len(inputs)))
+            yield from (_Item(inputs[n], line, f"{base}/request/input/{n}") for n in range(start, len(inputs)))
         first = False
-        prefix = "/response" if _is_record(row) else ""
+        prefix = base + ("/response" if _is_record(row) else "")
         yield _Turn([_Item(i, line, f"{prefix}/output/{n}") for n, i in enumerate(response["output"])], response)
     yield from _turns(loose)
 
