@@ -75,8 +75,10 @@ def _is_record(row: Any) -> bool:
 
 
 def _sniff_row(row: Any) -> bool:
-    """A JSONL line of an Anthropic log: a request/response record, a response message, or a marked message."""
-    return _is_record(row) or (_is_message(row) and _marked(row))
+    """A JSONL line of an Anthropic log: a request/response record, a transcript line wrapping a message
+    (`{"type": "user", "message": {...}}`), or a message with Anthropic blocks."""
+    wrapped = isinstance(row, Mapping) and "role" not in row and _is_message(row)
+    return _is_record(row) or wrapped or (_is_message(row) and _marked(row))
 
 
 def _run_id(doc: Any, fallback: str) -> str:
