@@ -61,7 +61,8 @@ def test_thinking_is_no_step_but_tokens_count_with_cache() -> None:
     run = run_of("anthropic_messages.json")
     first, second, last = (s for s in run.trace["steps"] if "llm" in s)
     # input_tokens leaves out cached prompt tokens; the context the model saw is the sum
-    assert first["llm"] == {"input_tokens": 2340, "output_tokens": 180, "text": "Running the test and reading the parser."}
+    assert first["llm"] == {"input_tokens": 2340, "output_tokens": 180,
+                            "text": "Running the test and reading the parser."}
     assert (first["x-uncached-input-tokens"], first["x-thinking-blocks"], first["x-stop-reason"]) == (40, 1, "tool_use")
     assert second["x-thinking-blocks"] == 1 and "text" not in second["llm"]
     assert "thinking" not in json.dumps(run.trace["steps"]).replace("x-thinking-blocks", "")
