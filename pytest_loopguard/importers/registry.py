@@ -18,11 +18,17 @@ ENTRY_POINT_GROUP = "loopguard.importers"
 
 def builtin_importers() -> list[Importer]:
     """The importers that ship with pytest-loopguard, in detection order."""
+    from .ag2 import AG2GroupChat
+    from .magentic import MagenticOne
     from .mini_swe_agent import MiniSweAgent1, MiniSweAgent11
+    from .openhands import OpenHandsV0
+    from .openhands_sdk import OpenHandsV1
     from .sdk_formats import sdk_importers
+    from .swe_agent import SweAgent
 
-    # The SDK-log formats come last: a framework's own log (mini-swe-agent) may hold chat messages too.
-    return [MiniSweAgent1(), MiniSweAgent11(), *sdk_importers()]
+    # The SDK-log formats come last: a framework's own log (mini-swe-agent, AG2) may hold chat messages too.
+    return [SweAgent(), MiniSweAgent1(), MiniSweAgent11(), OpenHandsV0(), OpenHandsV1(), MagenticOne(),
+            AG2GroupChat(), *sdk_importers()]
 
 
 def available(plugins: Iterable[object] = ()) -> list[Importer]:
