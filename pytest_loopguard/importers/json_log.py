@@ -1,13 +1,13 @@
 """The shape shared by the SDK-log importers: a file is one JSON document or JSONL rows, told apart cheaply.
 
 A subclass says which documents and rows it recognises (`sniff_document`, `sniff_row`) and converts them
-(`convert_document`, `convert_rows`). Recognising a JSONL file reads its first line only; a one-line file
-whose line is a row (one request/response record) is converted as rows.
+(`convert_document`, `convert_rows`); `reads_document`/`reads_row` may accept more when `--from` names the
+format. Recognising a JSONL file reads its first line only; a one-line file whose line is a row (one
+request/response record) is converted as rows.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from pathlib import PurePosixPath
 from typing import Any
@@ -15,16 +15,7 @@ from typing import Any
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
 
-__all__ = ["JsonLogImporter", "first_row"]
-
-
-def first_row(source: Source) -> Any:
-    """The parsed first non-blank line of a JSONL source (None when it is not JSON)."""
-    line = source.head.partition("\n")[0]
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError:
-        return None
+__all__ = ["JsonLogImporter"]
 
 
 def _stem(name: str) -> str:
@@ -41,6 +32,14 @@ class JsonLogImporter(Importer):
     def sniff_row(self, row: Any) -> bool:
         raise NotImplementedError
 
+    def reads_document(self, doc: Any) -> bool:
+        """Whether `convert` can read `doc` when `--from` names this format (detection may be stricter)."""
+        return self.sniff_document(doc)
+
+    def reads_row(self, row: Any) -> bool:
+        """Whether `convert` can read JSONL whose first line is `row` when `--from` names this format."""
+        return self.sniff_row(row)
+
     def convert_document(self, doc: Any, file: str, stem: str) -> list[ImportedRun]:
         raise NotImplementedError
 
@@ -51,7 +50,7 @@ class JsonLogImporter(Importer):
         if source.is_dir or not source.head.startswith(("{", "[")):
             return False
         if source.is_jsonl:
-            return self.sniff_row(first_row(source))
+            return self.sniff_row(source.first_row)
         try:
             doc = source.document
         except TraceError:
@@ -61,15 +60,15 @@ class JsonLogImporter(Importer):
     def convert(self, source: Source) -> Iterator[ImportedRun]:
         stem = _stem(source.name)
         if source.is_jsonl:
-            if not self.sniff_row(first_row(source)):
+            if not self.reads_row(source.first_row):
                 raise TraceError(f"line 1 is not {self.expected}", file=source.name)
             rows = [(row.line, row.value) for row in source.rows]
             yield from self.convert_rows(rows, source.name, stem)
             return
         doc = source.document
-        if self.sniff_document(doc):
+        if self.reads_document(doc):
             yield from self.convert_document(doc, source.name, stem)
-        elif self.sniff_row(doc):
+        elif self.reads_row(doc):
             yield from self.convert_rows([(1, doc)], source.name, stem)
         else:
             raise TraceError(f"not {self.expected}", file=source.name)

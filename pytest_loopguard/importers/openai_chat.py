@@ -43,8 +43,8 @@ def _is_chat_message(value: Any) -> bool:
     )
 
 
-def _has_chat_marks(messages: Sequence[Any]) -> bool:
-    """A list that is Chat Completions and not Anthropic: no content blocks typed tool_use/tool_result."""
+def _is_chat(messages: Sequence[Any]) -> bool:
+    """A list shaped as Chat Completions and not Anthropic: no content blocks typed tool_use/tool_result."""
     if not messages or not all(_is_chat_message(m) for m in messages):
         return False
     for m in messages:
@@ -54,6 +54,18 @@ def _has_chat_marks(messages: Sequence[Any]) -> bool:
         ):
             return False
     return True
+
+
+def _calls_tools(message: Any) -> bool:
+    return isinstance(message, Mapping) and (
+        "tool_calls" in message or "function_call" in message or message.get("role") in ("tool", "function")
+    )
+
+
+def _has_chat_marks(messages: Sequence[Any]) -> bool:
+    """A chat that detection may claim: plain role/content text is every chat format's shape (mini-swe-agent's
+    too), so only a chat that calls tools the Chat Completions way is recognised without `--from`."""
+    return _is_chat(messages) and any(_calls_tools(m) for m in messages)
 
 
 def _messages_of(doc: Any) -> Sequence[Any] | None:
@@ -78,14 +90,15 @@ def _sniff_document(doc: Any) -> bool:
     messages = _messages_of(doc)
     if messages is not None and _has_chat_marks(messages):
         return True
-    return isinstance(doc, list) and bool(doc) and all(
-        (m := _messages_of(d)) is not None and isinstance(d, Mapping) and _has_chat_marks(m) for d in doc
-    )
+    runs = [_messages_of(d) if isinstance(d, Mapping) else None for d in doc] if isinstance(doc, list) else []
+    return bool(runs) and all(m is not None and _is_chat(m) for m in runs) and any(
+        _has_chat_marks(m) for m in runs if m is not None)
 
 
 def _sniff_row(row: Any) -> bool:
-    """A JSONL line of a chat log: a request/response record, a bare completion, a message, or `{messages}`."""
-    if _is_record(row) or _is_chat_message(row):
+    """A JSONL line of a chat log: a request/response record, a bare completion, a message calling tools or
+    returning a tool result, or `{messages}` with tool calls."""
+    if _is_record(row) or (_is_chat_message(row) and _calls_tools(row)):
         return True
     messages = _messages_of(row)
     return isinstance(row, Mapping) and messages is not None and _has_chat_marks(messages)
@@ -106,7 +119,7 @@ def _run_id(doc: Any, fallback: str) -> str:
 def _convert_document(doc: Any, file: str, stem: str) -> list[ImportedRun]:
     """Every run in a JSON document that `sniff_document` accepted."""
     messages = _messages_of(doc)
-    if messages is not None and _has_chat_marks(messages):
+    if messages is not None and _is_chat(messages):
         entries = (_Entry(m, None, i) for i, m in enumerate(messages))
         return [_convert(entries, file, _run_id(doc, stem), doc)]
     runs = []
@@ -251,6 +264,18 @@ class ChatImporter(JsonLogImporter):
 
     def sniff_row(self, row: Any) -> bool:
         return _sniff_row(row)
+
+    def reads_document(self, doc: Any) -> bool:
+        messages = _messages_of(doc)
+        if messages is not None and _is_chat(messages):
+            return True
+        return isinstance(doc, list) and bool(doc) and all(
+            isinstance(d, Mapping) and (m := _messages_of(d)) is not None and _is_chat(m) for d in doc)
+
+    def reads_row(self, row: Any) -> bool:
+        messages = _messages_of(row)
+        return _is_record(row) or _is_chat_message(row) or (
+            isinstance(row, Mapping) and messages is not None and _is_chat(messages))
 
     def convert_document(self, doc: Any, file: str, stem: str) -> list[ImportedRun]:
         return _convert_document(doc, file, stem)

@@ -119,3 +119,13 @@ def test_wrong_format_is_one_line(tmp_path: Path) -> None:
         import_runs(path, "openai-chat")
     assert str(err.value) == (f"{path}: not an openai-chat log (expected OpenAI Chat Completions messages: "
                               "tool_calls and role tool results)")
+
+
+def test_a_chat_without_tool_calls_needs_from(tmp_path: Path) -> None:
+    # role/content text is every chat format's shape: detection claims only chats that call tools
+    path = tmp_path / "plain.json"
+    path.write_text('{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}',
+                    encoding="utf-8")
+    assert all(imp.name != "openai-chat" for imp in available() if imp.sniff(Source.from_path(path)))
+    (run,) = import_runs(path, "openai-chat")
+    assert [next(iter(s)) for s in run.trace["steps"]] == ["message", "llm", "done"]
