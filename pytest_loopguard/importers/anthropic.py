@@ -232,6 +232,7 @@ class AnthropicImporter(JsonLogImporter):
     """Anthropic Messages: tool_use and tool_result blocks."""
 
     name = "anthropic"
+    title = "an Anthropic Messages log"
     description = "Anthropic Messages: tool_use and tool_result blocks"
 
     def sniff_document(self, doc: Any) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
@@ -25,6 +25,8 @@ def _stem(name: str) -> str:
 
 class JsonLogImporter(Importer):
     """An importer of a JSON document or JSONL rows (subclasses fill in the four format methods)."""
+
+    title: ClassVar[str] = ""  # what a file of this format is, for "traces/x.json looks like <title>"
 
     def sniff_document(self, doc: Any) -> bool:
         raise NotImplementedError

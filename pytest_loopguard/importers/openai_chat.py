@@ -257,6 +257,7 @@ class ChatImporter(JsonLogImporter):
     """OpenAI Chat Completions messages: tool_calls and role tool results."""
 
     name = "openai-chat"
+    title = "an OpenAI Chat Completions log"
     description = "OpenAI Chat Completions messages: tool_calls and role tool results"
 
     def sniff_document(self, doc: Any) -> bool:

@@ -83,6 +83,7 @@ class ResponsesImporter(JsonLogImporter):
     """OpenAI Responses API items, responses and request/response records."""
 
     name = "openai-responses"
+    title = "an OpenAI Responses log"
     description = "OpenAI Responses API items: function_call / function_call_output by call_id, reasoning"
 
     def sniff_document(self, doc: Any) -> bool:

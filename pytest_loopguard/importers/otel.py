@@ -140,6 +140,7 @@ class OtelImporter(JsonLogImporter):
     """OpenTelemetry GenAI spans (OTLP JSON)."""
 
     name = "otel"
+    title = "an OpenTelemetry export"
     description = "OpenTelemetry GenAI spans in OTLP JSON (resourceSpans): chat and execute_tool spans"
 
     def sniff_document(self, doc: Any) -> bool:
