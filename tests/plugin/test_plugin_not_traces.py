@@ -63,5 +63,6 @@ def test_a_file_that_claims_to_be_a_trace_and_is_broken_is_still_a_collection_er
     write(project, "traces/torn.json", '{"loopguard": 1, "name": "torn", "steps": [')
     result = project.runpytest("-n", workers)
     assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED)  # xdist reports it as a failure
-    result.stdout.fnmatch_lines(["*ERROR collecting traces/torn.json*", "traces/torn.json:1: JSON syntax error: Expecting value"])
+    result.stdout.fnmatch_lines(
+        ["*ERROR collecting traces/torn.json*", "traces/torn.json:1: JSON syntax error: Expecting value"])
     assert "skipped" not in result.stdout.str()
