@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from .base import ImportedRun
 from .json_log import JsonLogImporter
-from .run_builder import RunBuilder, content_text, list_at, mapping_at, parse_arguments, usage_tokens
+from .run_builder import At, RunBuilder, list_at, mapping_at, parse_arguments, usage_tokens
 
 __all__ = ["AnthropicImporter"]
 
@@ -131,7 +131,7 @@ def _record_entries(builder: RunBuilder, rows: Sequence[tuple[int, Any]]) -> Ite
 def _system(builder: RunBuilder, doc: Mapping[str, Any], row: int | None) -> None:
     system = doc.get("system")
     if system:
-        builder.say("system", content_text(system, builder.unmapped, " in the system prompt"), at=(row, None))
+        builder.say("system", builder.text(system, (row, None), "the system prompt"), at=(row, None))
 
 
 def _convert(builder: RunBuilder, entries: list[_Entry]) -> ImportedRun:
@@ -142,8 +142,7 @@ def _convert(builder: RunBuilder, entries: list[_Entry]) -> ImportedRun:
         elif m.get("role") == "user":
             _user(builder, entry)
         else:
-            note = f"message with role {m.get('role')!r}"
-            builder.note(note)
+            builder.note(f"message with role {m.get('role')!r}", (entry.row, entry.index))
     return builder.build()
 
 
@@ -153,12 +152,12 @@ def _blocks(content: Any) -> list[Mapping[str, Any]]:
     return [b for b in content if isinstance(b, Mapping)] if isinstance(content, list) else []
 
 
-def _tool_result(block: Mapping[str, Any], builder: RunBuilder) -> dict[str, Any]:
+def _tool_result(block: Mapping[str, Any], builder: RunBuilder, at: At) -> dict[str, Any]:
     content = block.get("content")
     if isinstance(content, Mapping) and isinstance(content.get("error_code"), str):
         # Server tool results report failure as an `…_error` content object with an error code.
         return {"error": content["error_code"]}
-    text = content_text(content, builder.unmapped, " in a tool result")
+    text = builder.text(content, at, "a tool result")
     if block.get("is_error") is True:
         return {"error": text or "tool_result is_error without text"}
     return {"text": text}
@@ -167,15 +166,14 @@ def _tool_result(block: Mapping[str, Any], builder: RunBuilder) -> dict[str, Any
 def _user(builder: RunBuilder, entry: _Entry) -> None:
     blocks = _blocks(entry.message.get("content"))
     results = [b for b in blocks if b.get("type") == "tool_result"]
+    at = (entry.row, entry.index)
     for block in results:
         call_id = block.get("tool_use_id")
-        builder.result(call_id if isinstance(call_id, str) else None, _tool_result(block, builder),
-                       at=(entry.row, entry.index))
+        builder.result(call_id if isinstance(call_id, str) else None, _tool_result(block, builder, at), at=at)
     texts = [b for b in blocks if b.get("type") == "text"]
     for block in blocks:
         if block.get("type") not in ("text", "tool_result"):
-            note = f"{block.get('type')} block in a user message"
-            builder.note(note)
+            builder.note(f"{block.get('type')} block in a user message", (entry.row, entry.index))
     if texts:
         # Text sent with tool results is what the harness added (reminders, feedback), not a person's prompt.
         text = "\n".join(str(b.get("text", "")) for b in texts)
@@ -220,10 +218,9 @@ def _assistant(builder: RunBuilder, entry: _Entry, *, last: bool) -> None:
     for block in blocks:
         kind = str(block.get("type"))
         if kind.endswith("_tool_result") and isinstance(block.get("tool_use_id"), str):
-            builder.result(block["tool_use_id"], _tool_result(block, builder), at=where)
+            builder.result(block["tool_use_id"], _tool_result(block, builder, where), at=where)
         elif kind not in ("text", "tool_use", "server_tool_use", "thinking", "redacted_thinking"):
-            note = f"{kind} block in an assistant message"
-            builder.note(note)
+            builder.note(f"{kind} block in an assistant message", where)
     if final:
         builder.finish(text=text, at=where)
 

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from .base import ImportedRun
 from .json_log import JsonLogImporter
-from .run_builder import RunBuilder, content_text, list_at, mapping_at, parse_arguments, usage_tokens
+from .run_builder import RunBuilder, list_at, mapping_at, parse_arguments, usage_tokens
 
 __all__ = ["ChatImporter"]
 
@@ -189,20 +189,19 @@ def _convert(entries: Iterable[_Entry], file: str, run_id: str, doc: Any) -> Imp
         role = m.get("role", "assistant" if entry.response else None)
         where = (entry.row, entry.index)
         if role in ("system", "developer"):
-            builder.say("system", content_text(m.get("content"), builder.unmapped), at=where)
+            builder.say("system", builder.text(m.get("content"), where, "a system message"), at=where)
         elif role == "user":
             name = m.get("name") if isinstance(m.get("name"), str) else None
-            text = content_text(m.get("content"), builder.unmapped, " in a user message")
+            text = builder.text(m.get("content"), where, "a user message")
             builder.say("user", text, origin="user", name=name, at=where)
         elif role == "assistant":
             _assistant(builder, entry, last=position == len(items) - 1)
         elif role in ("tool", "function"):
             call_id = m.get("tool_call_id") if role == "tool" else None
-            text = content_text(m.get("content"), builder.unmapped, " in a tool result")
+            text = builder.text(m.get("content"), where, "a tool result")
             builder.result(call_id if isinstance(call_id, str) else None, tool_result(text), at=where)
         else:
-            note = f"message with role {role!r}"
-            builder.note(note)
+            builder.note(f"message with role {role!r}", where)
     if isinstance(doc, Mapping):
         builder.set_model(doc.get("model"))
     return builder.build()
@@ -213,7 +212,7 @@ def _assistant(builder: RunBuilder, entry: _Entry, *, last: bool) -> None:
     where = (entry.row, entry.index)
     calls = [c for c in (m.get("tool_calls") or []) if isinstance(c, Mapping)]
     legacy = m.get("function_call") if isinstance(m.get("function_call"), Mapping) else None
-    text = content_text(m.get("content"), builder.unmapped, " in an assistant message")
+    text = builder.text(m.get("content"), where, "an assistant message")
     final = last and not calls and legacy is None
     usage = response.get("usage")
     extensions: dict[str, Any] = {}

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from .base import ImportedRun
 from .json_log import JsonLogImporter
-from .run_builder import RunBuilder, content_text, mapping_at, parse_arguments, usage_tokens
+from .run_builder import At, RunBuilder, mapping_at, parse_arguments, usage_tokens
 
 __all__ = ["ResponsesImporter"]
 
@@ -180,20 +180,19 @@ def _input(builder: RunBuilder, part: _Item) -> None:
     kind = _kind(item)
     if kind == "message":
         role = item.get("role")
-        text = content_text(item.get("content"), builder.unmapped, " in an input message")
+        text = builder.text(item.get("content"), where, "an input message")
         if role in ("system", "developer"):
             builder.say("system", text, at=where)
         else:
             builder.say("user", text, origin="user", at=where)
     elif kind in OUTPUTS:
         call_id = item.get("call_id", item.get("id"))  # local_shell_call_output names its call in `id`
-        builder.result(call_id if isinstance(call_id, str) else None, _output_result(item, builder), at=where)
+        builder.result(call_id if isinstance(call_id, str) else None, _output_result(item, builder, where), at=where)
     else:
-        note = f"{kind or 'untyped'} item"
-        builder.note(note)
+        builder.note(f"{kind or 'untyped'} item", where)
 
 
-def _output_result(item: Mapping[str, Any], builder: RunBuilder) -> dict[str, Any]:
+def _output_result(item: Mapping[str, Any], builder: RunBuilder, at: At) -> dict[str, Any]:
     output = item.get("output")
     result: dict[str, Any] = {}
     if isinstance(output, list) and output and all(isinstance(o, Mapping) and "outcome" in o for o in output):
@@ -210,7 +209,7 @@ def _output_result(item: Mapping[str, Any], builder: RunBuilder) -> dict[str, An
         result["text"] = "\n".join(texts)
         result["exit_code"] = code
         return result
-    text = content_text(output, builder.unmapped, " in a call output")
+    text = builder.text(output, at, "a call output")
     if item.get("status") == "incomplete":
         return {"error": text or "output status: incomplete"}
     return {"text": text}
@@ -247,7 +246,7 @@ def _turn(builder: RunBuilder, turn: _Turn, *, last: bool) -> None:
     first = turn.items[0] if turn.items else _Item({}, None, None)
     where = (first.row, first.index)
     calls = [i for i in turn.items if _kind(i.item) in PAIRED_CALLS | SERVER_CALLS]
-    texts = [content_text(i.item.get("content"), builder.unmapped, " in an output message")
+    texts = [builder.text(i.item.get("content"), (i.row, i.index), "an output message")
              for i in turn.items if _kind(i.item) == "message"]
     text = "\n".join(t for t in texts if t)
     final = last and not calls and bool(texts)

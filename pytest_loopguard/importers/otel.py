@@ -5,7 +5,7 @@ ordered by start time. An inference span (`chat`, `text_completion`, `generate_c
 with its usage — current names (`gen_ai.usage.input_tokens`) or deprecated ones (`gen_ai.usage.prompt_tokens`).
 An `execute_tool` span is a tool step: `gen_ai.tool.name`, `gen_ai.tool.call.id`, and the opt-in content
 attributes `gen_ai.tool.call.arguments` / `.result` when they were recorded; without them the call has no
-arguments, which the run's `unmapped` list says. `error.type` or an ERROR span status makes a step failed.
+arguments, and the run's `unmapped` list says so per call. `error.type` or an ERROR span status makes a step failed.
 A step's `agent` is `gen_ai.agent.name` on its span or its nearest ancestor (an `invoke_agent` span). The
 first user text found (`gen_ai.input.messages`, the deprecated `gen_ai.user.message` event or flat
 `gen_ai.prompt.N.*` attributes) opens the run as a user message. Each step's `t` is its start time in
@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from .base import ImportedRun
 from .json_log import JsonLogImporter
-from .run_builder import RunBuilder, content_text, list_at, mapping_at, parse_arguments
+from .run_builder import At, RunBuilder, content_text, list_at, mapping_at, parse_arguments
 
 __all__ = ["OtelImporter", "attribute_value"]
 
@@ -34,6 +34,7 @@ STATUS_ERROR: Final = (2, "STATUS_CODE_ERROR")
 INPUT_TOKENS: Final = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")
 OUTPUT_TOKENS: Final = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")
 PROVIDER: Final = ("gen_ai.provider.name", "gen_ai.system")
+NO_ARGUMENTS: Final = "tool call without arguments (gen_ai.tool.call.arguments not recorded; content capture is opt-in)"
 _CAMEL: Final = re.compile(r"(?<!^)(?=[A-Z])")
 _PROMPT_ATTR: Final = re.compile(r"^gen_ai\.prompt\.(\d+)\.(role|content)$")
 
@@ -203,31 +204,20 @@ def _run(key: str, spans: list[_Span], by_id: Mapping[str, _Span], file: str) ->
         if prompt:
             builder.say("user", prompt, origin="user", at=(span.row, span.span_id))
             break
-    missing_args = tools = 0
-    skipped: dict[str, int] = {}
     for span in spans:
         op = span.operation
         at = (span.row, span.span_id or span.order)
         agent = _agent(span, by_id)
         if op in INFERENCE:
             step = builder.turn(tokens=_usage(span), error=_failed(span), x=_llm_extensions(span, builder),
-                               at=at, agent=agent)
+                                at=at, agent=agent)
         elif op == "execute_tool":
-            tools += 1
-            step, absent = _tool(span, builder, at, agent)
-            missing_args += absent
+            step = _tool(span, builder, at, agent)
         else:
             if op not in AGENT_OPS:
-                kind = f"{op} span" if op else "span without gen_ai.operation.name"
-                skipped[kind] = skipped.get(kind, 0) + 1
+                builder.note(f"{op} span" if op else "span without gen_ai.operation.name", at)
             continue
         step["t"] = max(0, (span.start - origin_time) // 1_000_000)
-    if missing_args:
-        builder.unmapped.append(
-            f"arguments of {missing_args} of {tools} tool calls: gen_ai.tool.call.arguments was not recorded "
-            "(content capture is opt-in), so those calls have no arguments"
-        )
-    builder.unmapped.extend(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in sorted(skipped.items()))
     builder.header_x["trace-ids"] = sorted({s.trace_id for s in spans})
     return builder.build()
 
@@ -261,8 +251,7 @@ def _llm_extensions(span: _Span, builder: RunBuilder) -> dict[str, Any]:
     return extensions
 
 
-def _tool(span: _Span, builder: RunBuilder, at: tuple[int | None, str | int], agent: str | None
-          ) -> tuple[dict[str, Any], int]:
+def _tool(span: _Span, builder: RunBuilder, at: At, agent: str | None) -> dict[str, Any]:
     name = span.attributes.get("gen_ai.tool.name")
     if not isinstance(name, str) or not name:
         name = span.name.removeprefix("execute_tool").strip()
@@ -270,6 +259,7 @@ def _tool(span: _Span, builder: RunBuilder, at: tuple[int | None, str | int], ag
     args, extra = parse_arguments(raw_args)
     if raw_args is None:
         extra["x-arguments-absent"] = True
+        builder.note(NO_ARGUMENTS, at)
     result: dict[str, Any] = {}
     error = _failed(span)
     raw_result = span.attributes.get("gen_ai.tool.call.result")
@@ -279,9 +269,8 @@ def _tool(span: _Span, builder: RunBuilder, at: tuple[int | None, str | int], ag
         result["error"] = error
     call_id = span.attributes.get("gen_ai.tool.call.id")
     # A span without result or error content is a plain success: the format's step without `result`.
-    step = builder.call(call_id if isinstance(call_id, str) else None, name, args, x=extra,
+    return builder.call(call_id if isinstance(call_id, str) else None, name, args, x=extra,
                         result=result or None, at=at, agent=agent, awaits_result=False)
-    return step, int(raw_args is None)
 
 
 def _first_user_text(span: _Span) -> str | None:

@@ -36,10 +36,10 @@ def list_at(value: Any, key: str) -> list[Any]:
     return found if isinstance(found, list) else []
 
 
-def content_text(content: Any, unmapped: list[str] | None = None, where: str = "") -> str:
+def content_text(content: Any, skipped: list[str] | None = None) -> str:
     """The text of a message or result content: a string, or a list of parts whose text parts are joined.
 
-    Non-text parts (images, files) have no place in a trace; each kind is noted once in `unmapped`.
+    Non-text parts (images, files) have no place in a trace; their types are appended to `skipped`.
     """
     if content is None:
         return ""
@@ -57,10 +57,8 @@ def content_text(content: Any, unmapped: list[str] | None = None, where: str = "
             text = part.get("text", part.get("content"))  # OTel message parts say `content`
             if isinstance(text, str):
                 texts.append(text)
-            elif unmapped is not None:
-                note = f"{part.get('type', 'untyped')} content part{where}"
-                if note not in unmapped:
-                    unmapped.append(note)
+            elif skipped is not None:
+                skipped.append(str(part.get("type", "untyped")))
     return "\n".join(texts)
 
 
@@ -100,10 +98,17 @@ class RunBuilder(TraceBuilder):
         if isinstance(model, str) and model:
             self.source["model"] = model
 
-    def note(self, what: str) -> None:
-        """Something with no place in a trace, listed once however often it occurs."""
-        if what not in self.unmapped:
-            self.unmapped.append(what)
+    def note(self, what: str, at: At = NOWHERE) -> None:
+        """Something with no place in a trace; the import table groups these by `what`."""
+        self.skip(f"{self._where(at)}: {what}")
+
+    def text(self, content: Any, at: At, context: str) -> str:
+        """`content_text` of `content`, noting each non-text part (`image_url content part in a user message`)."""
+        skipped: list[str] = []
+        text = content_text(content, skipped)
+        for kind in skipped:
+            self.note(f"{kind} content part in {context}", at)
+        return text
 
     def say(self, role: str, text: str, *, at: At = NOWHERE, origin: str | None = None, name: Any = None,
             agent: str | None = None) -> None:

@@ -79,7 +79,7 @@ def test_people_system_and_final_answer() -> None:
     assert steps[0]["message"] == {"role": "system", "text": "You are a coding agent. Use the tools."}
     assert steps[1]["message"] == {"role": "user", "text": "Fix the failing test in calc.py", "origin": "user"}
     assert steps[1]["x-name"] == "dana"  # a person's name, not an agent's: kept aside
-    assert run.unmapped == ["image_url content part in a user message"]
+    assert run.unmapped == [f"{FIXTURES / 'openai_chat_run.json'} item 1: image_url content part in a user message"]
     assert steps[-1]["done"] == {"text": "The test passes now: add() subtracted instead of adding."}
     assert execute(to_trace(run)).outcome == "completed"
     assert (run.run_id, run.trace["source"]["model"]) == ("chat-run-7", "gpt-4.1-2025-04-14")
