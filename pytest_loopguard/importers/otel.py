@@ -8,7 +8,10 @@ attributes `gen_ai.tool.call.arguments` / `.result` when they were recorded; wit
 arguments, and the run's `unmapped` list says so per call. `error.type` or an ERROR span status makes a step failed.
 A step's `agent` is `gen_ai.agent.name` on its span or its nearest ancestor (an `invoke_agent` span). The
 first user text found (`gen_ai.input.messages`, the deprecated `gen_ai.user.message` event or flat
-`gen_ai.prompt.N.*` attributes) opens the run as a user message. Each step's `t` is its start time in
+`gen_ai.prompt.N.*` attributes) opens the run as a user message. A run with no `execute_tool` span takes its
+calls from the `tool_call` parts of the recorded output messages and their results from later input messages'
+`tool_call_response` parts (`response`, or `result` as the registry's example writes it); a last turn that
+stopped with text is the run's `done`. Each step's `t` is its start time in
 milliseconds after the run's first span, and `source.index` is its span id.
 """
 
@@ -35,6 +38,7 @@ INPUT_TOKENS: Final = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"
 OUTPUT_TOKENS: Final = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")
 PROVIDER: Final = ("gen_ai.provider.name", "gen_ai.system")
 NO_ARGUMENTS: Final = "tool call without arguments (gen_ai.tool.call.arguments not recorded; content capture is opt-in)"
+DETAILS_EVENT: Final = "gen_ai.client.inference.operation.details"
 _CAMEL: Final = re.compile(r"(?<!^)(?=[A-Z])")
 _PROMPT_ATTR: Final = re.compile(r"^gen_ai\.prompt\.(\d+)\.(role|content)$")
 
@@ -204,22 +208,75 @@ def _run(key: str, spans: list[_Span], by_id: Mapping[str, _Span], file: str) ->
         if prompt:
             builder.say("user", prompt, origin="user", at=(span.row, span.span_id))
             break
+    # Without execute_tool spans the calls live only in the messages the inference spans recorded (opt-in).
+    from_messages = not any(span.operation == "execute_tool" for span in spans)
+    final: tuple[dict[str, Any], str, At, str | None] | None = None
     for span in spans:
         op = span.operation
-        at = (span.row, span.span_id or span.order)
+        at: At = (span.row, span.span_id or span.order)
         agent = _agent(span, by_id)
         if op in INFERENCE:
+            if from_messages:
+                _message_results(span, builder, at)
+            answer = _answer(span)
             step = builder.turn(tokens=_usage(span), error=_failed(span), x=_llm_extensions(span, builder),
                                 at=at, agent=agent)
-        elif op == "execute_tool":
+            step["t"] = max(0, (span.start - origin_time) // 1_000_000)
+            if from_messages:
+                _message_calls(span, builder, at, agent)
+            if answer is not None and builder.steps[-1] is step:
+                final = (step, answer, at, agent)
+            continue
+        if op == "execute_tool":
             step = _tool(span, builder, at, agent)
         else:
             if op not in AGENT_OPS:
                 builder.note(f"{op} span" if op else "span without gen_ai.operation.name", at)
             continue
         step["t"] = max(0, (span.start - origin_time) // 1_000_000)
+    if final is not None and builder.steps[-1] is final[0]:
+        # The run's last step is a model turn that answered in words and stopped: the agent's final answer.
+        builder.finish(text=final[1], at=final[2], agent=final[3])
     builder.header_x["trace-ids"] = sorted({s.trace_id for s in spans})
     return builder.build()
+
+
+def _answer(span: _Span) -> str | None:
+    """The text of an output that stopped without asking for a tool (`finish_reason: stop`), else None."""
+    reasons = span.attributes.get("gen_ai.response.finish_reasons")
+    for message in _messages(span, "gen_ai.output.messages"):
+        parts = [p for p in list_at(message, "parts") if isinstance(p, Mapping)]
+        stopped = message.get("finish_reason", reasons[0] if isinstance(reasons, list) and reasons else None)
+        if stopped == "stop" and not any(p.get("type") == "tool_call" for p in parts):
+            return content_text(parts) or None
+    return None
+
+
+def _message_calls(span: _Span, builder: RunBuilder, at: At, agent: str | None) -> None:
+    """The `tool_call` parts of the span's output messages, as calls waiting for their results."""
+    for message in _messages(span, "gen_ai.output.messages"):
+        for part in list_at(message, "parts"):
+            if isinstance(part, Mapping) and part.get("type") == "tool_call":
+                args, extra = parse_arguments(part.get("arguments"))
+                call_id = part.get("id") if isinstance(part.get("id"), str) else None
+                builder.call(call_id, str(part.get("name") or ""), args, x=extra, at=at, agent=agent)
+
+
+def _message_results(span: _Span, builder: RunBuilder, at: At) -> None:
+    """Results of waiting calls from the `tool_call_response` parts of the span's input messages.
+
+    Each request repeats the history, so a response whose call no longer waits is history, not an orphan.
+    The schema names the payload `response`, the registry's example `result`: both are read.
+    """
+    for message in _messages(span, "gen_ai.input.messages"):
+        for part in list_at(message, "parts"):
+            if not (isinstance(part, Mapping) and part.get("type") == "tool_call_response"):
+                continue
+            call_id = part.get("id") if isinstance(part.get("id"), str) else None
+            if builder.waits_for(call_id):
+                payload = part.get("response", part.get("result"))
+                text = payload if isinstance(payload, str) else json.dumps(payload, default=str)
+                builder.result(call_id, {"text": text}, at=at)
 
 
 def _usage(span: _Span) -> dict[str, int]:
@@ -273,15 +330,25 @@ def _tool(span: _Span, builder: RunBuilder, at: At, agent: str | None) -> dict[s
                         result=result or None, at=at, agent=agent, awaits_result=False)
 
 
-def _first_user_text(span: _Span) -> str | None:
-    messages = span.attributes.get("gen_ai.input.messages")
-    if isinstance(messages, str):
+def _messages(span: _Span, key: str) -> list[Mapping[str, Any]]:
+    """`gen_ai.input.messages` / `.output.messages` (JSON text or a structured value), from the span or from
+    its `gen_ai.client.inference.operation.details` event, where newer instrumentations record content."""
+    value = span.attributes.get(key)
+    if value is None:
+        for event in span.events:
+            if isinstance(event, Mapping) and event.get("name") == DETAILS_EVENT:
+                value = _attributes(event.get("attributes")).get(key)
+    if isinstance(value, str):
         try:
-            messages = json.loads(messages)
+            value = json.loads(value)
         except json.JSONDecodeError:
-            messages = None
-    for message in messages if isinstance(messages, list) else []:
-        if isinstance(message, Mapping) and message.get("role") == "user":
+            return []
+    return [m for m in value if isinstance(m, Mapping)] if isinstance(value, list) else []
+
+
+def _first_user_text(span: _Span) -> str | None:
+    for message in _messages(span, "gen_ai.input.messages"):
+        if message.get("role") == "user":
             text = content_text(message.get("parts") or message.get("content"))
             if text:
                 return text

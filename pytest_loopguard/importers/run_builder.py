@@ -151,6 +151,10 @@ class RunBuilder(TraceBuilder):
             self._ids.add(call_id)
         return step
 
+    def waits_for(self, call_id: str | None) -> bool:
+        """Whether a call of `call_id` still waits for its result."""
+        return bool(self._waiting.get(call_id or ANONYMOUS))
+
     def result(self, call_id: str | None, result: Mapping[str, Any], *, at: At = NOWHERE) -> bool:
         """Give the oldest waiting call of `call_id` its result; an orphan result is a warning (False)."""
         queue = self._waiting.get(call_id or ANONYMOUS)

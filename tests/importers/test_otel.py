@@ -131,3 +131,32 @@ def test_attribute_value_unions() -> None:
     assert attribute_value({"kvlistValue": {"values": [{"key": "k", "value": {"stringValue": "v"}}]}}) == {"k": "v"}
     assert attribute_value({"string_value": "snake"}) == "snake"
     assert attribute_value({}) is None
+
+
+def test_without_tool_spans_calls_come_from_the_recorded_messages() -> None:
+    (run,) = import_runs(FIXTURES / "otel_messages_only.json")
+    steps = run.trace["steps"]
+    assert [s.get("tool") or next(iter(s)) for s in steps] == [
+        "message", "llm", "read_file", "stat", "llm", "read_file", "llm", "done"]
+    first, stat, again = (s for s in steps if "tool" in s)
+    assert (first["x-call-id"], first["args"]) == ("call_a", {"path": "notes.txt"})  # `arguments` is an object
+    assert first["result"] == {"text": "one\ntwo\nthree"}  # the schema's `response`
+    assert stat["result"] == {"text": '{"size": 14}'}  # the registry example's `result`
+    assert again["result"] == {"text": "one\ntwo\nthree"}  # recorded on the operation-details event
+    assert first["x-result-source"] == {"index": "00000000000000s2"}
+    assert run.warnings == []  # each request repeats earlier responses: history, not orphans
+    assert steps[-1]["done"] == {"text": "It has 3 lines."}
+    assert execute(to_trace(run)).outcome == "completed"
+
+
+def test_tool_spans_win_over_recorded_messages(tmp_path: Path) -> None:
+    doc = json.loads((FIXTURES / "otel_messages_only.json").read_text(encoding="utf-8"))
+    spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans.append({"traceId": spans[0]["traceId"], "spanId": "00000000000000x1", "name": "execute_tool read_file",
+                  "startTimeUnixNano": "1700000000100000000",
+                  "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                                 {"key": "gen_ai.tool.name", "value": {"stringValue": "read_file"}}]})
+    path = tmp_path / "both.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    (run,) = import_runs(path)
+    assert [s["tool"] for s in run.trace["steps"] if "tool" in s] == ["read_file"]  # counted once, from its span
