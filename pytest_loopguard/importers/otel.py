@@ -17,6 +17,7 @@ milliseconds after the run's first span, and `source.index` is its span id.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -43,18 +44,24 @@ _CAMEL: Final = re.compile(r"(?<!^)(?=[A-Z])")
 _PROMPT_ATTR: Final = re.compile(r"^gen_ai\.prompt\.(\d+)\.(role|content)$")
 
 
+# Parsed JSON holds plain dicts: `isinstance(x, dict)` here, the cheap check, on the per-span paths.
 def _get(obj: Any, key: str) -> Any:
     """`obj[key]` under OTLP JSON's lowerCamelCase name or the protobuf snake_case one some exporters write."""
-    if not isinstance(obj, Mapping):
+    if not isinstance(obj, dict):
         return None
     if key in obj:
         return obj[key]
-    return obj.get(_CAMEL.sub("_", key).lower())
+    return obj.get(_snake(key))
+
+
+@functools.cache
+def _snake(key: str) -> str:
+    return _CAMEL.sub("_", key).lower()
 
 
 def attribute_value(value: Any) -> Any:
     """A plain Python value from an OTLP `AnyValue` union (`stringValue`, `intValue` as a string, arrays, kvlists)."""
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict):
         return value
     for key in ("stringValue", "boolValue", "doubleValue", "bytesValue"):
         found = _get(value, key)
@@ -67,20 +74,20 @@ def attribute_value(value: Any) -> Any:
         except (TypeError, ValueError):
             return number
     array = _get(value, "arrayValue")
-    if isinstance(array, Mapping):
+    if isinstance(array, dict):
         return [attribute_value(v) for v in array.get("values") or []]
     kvlist = _get(value, "kvlistValue")
-    if isinstance(kvlist, Mapping):
+    if isinstance(kvlist, dict):
         return _attributes(kvlist.get("values"))
     return None
 
 
 def _attributes(raw: Any) -> dict[str, Any]:
-    if isinstance(raw, Mapping):  # some exporters write attributes as a plain object
+    if isinstance(raw, dict):  # some exporters write attributes as a plain object
         return dict(raw)
     out: dict[str, Any] = {}
     for entry in raw if isinstance(raw, list) else []:
-        if isinstance(entry, Mapping) and isinstance(entry.get("key"), str):
+        if isinstance(entry, dict) and isinstance(entry.get("key"), str):
             out[entry["key"]] = attribute_value(entry.get("value"))
     return out
 
@@ -359,7 +366,7 @@ def _first_user_text(span: _Span) -> str | None:
                 return content
     prompts: dict[int, dict[str, Any]] = {}
     for key, value in span.attributes.items():
-        if match := _PROMPT_ATTR.match(key):
+        if key.startswith("gen_ai.prompt.") and (match := _PROMPT_ATTR.match(key)):
             prompts.setdefault(int(match[1]), {})[match[2]] = value
     for _, prompt in sorted(prompts.items()):
         if prompt.get("role") == "user" and isinstance(prompt.get("content"), str) and prompt["content"]:
