@@ -5,7 +5,8 @@
      │    ├── ScenarioError               a simulation scenario is malformed
      │    └── NotATraceError              a file with no top-level `loopguard` key: some other JSON/YAML
      ├── PolicyError (also ValueError)    a policy, preset or override is malformed
-     └── RedactionError (also ValueError) a user redaction rule is malformed
+     ├── RedactionError (also ValueError) a user redaction rule is malformed
+     └── SessionError (also RuntimeError) a live session's events came out of order
 
 Every error carries the place it concerns so that a user can fix the input without a traceback.
 """
@@ -17,6 +18,7 @@ from typing import final
 
 __all__ = [
     "LoopguardError", "LoopguardWarning", "NotATraceError", "PolicyError", "RedactionError", "ScenarioError",
+    "SessionError",
     "TraceError",
 ]
 
@@ -108,6 +110,12 @@ class RedactionError(LoopguardError, ValueError):
         self.problem = problem
         self.rule = rule
         super().__init__(f"redact rule {rule}: {problem}")
+
+
+@final
+class SessionError(LoopguardError, RuntimeError):
+    """A live session used out of order (a call the model did not ask for, a result for no call, an event
+    after the run ended): what was expected instead is in the message."""
 
 
 @final
