@@ -53,7 +53,8 @@ def _marked(message: Any) -> bool:
     if message.get("type") == "message" and message.get("role") == "assistant":
         return True
     content = message.get("content")
-    return isinstance(content, list) and any(isinstance(b, Mapping) and b.get("type") in MARK_BLOCKS for b in content)
+    blocks = content if isinstance(content, list) else []
+    return any(isinstance(b, Mapping) and str(b.get("type")) in MARK_BLOCKS for b in blocks)
 
 
 def _messages_of(doc: Any) -> Sequence[Any] | None:

@@ -29,7 +29,7 @@ ROLES: Final = frozenset({"system", "developer", "user", "assistant", "tool", "f
 class _Entry:
     """One message and where it sits; `response` is the completion it came from (usage, finish reason)."""
 
-    message: Mapping[str, Any]
+    message: Any  # a mapping when the log is well formed; anything else is noted as unmapped
     row: int | None
     index: int | str | None  # the message's place: its list position, or a JSON Pointer in a record
     response: Mapping[str, Any] = field(default_factory=dict)
@@ -38,7 +38,7 @@ class _Entry:
 
 # ---- recognising -----------------------------------------------------------------------------------------
 def _is_chat_message(value: Any) -> bool:
-    return isinstance(value, Mapping) and value.get("role") in ROLES and (
+    return isinstance(value, Mapping) and str(value.get("role")) in ROLES and (
         "content" in value or "tool_calls" in value or "function_call" in value
     )
 
@@ -150,7 +150,7 @@ def _record_entries(rows: Sequence[tuple[int, Any]]) -> Iterator[_Entry]:
     """
     first = True
     for line, row in rows:
-        if _is_chat_message(row):
+        if _is_chat_message(row) or not isinstance(row, Mapping):
             yield _Entry(row, line, None)
             continue
         request = mapping_at(row, "request")
@@ -163,8 +163,8 @@ def _record_entries(rows: Sequence[tuple[int, Any]]) -> Iterator[_Entry]:
         for i in range(start, len(messages)):
             yield _Entry(messages[i], line, f"/request/messages/{i}")
         first = False
-        response = row.get("response", row)
-        choices = response.get("choices") or []
+        response = mapping_at(row, "response") if "response" in row else row
+        choices = list_at(response, "choices")
         if not choices or not isinstance(choices[0], Mapping):
             continue
         choice = choices[0]
@@ -186,6 +186,9 @@ def _convert(entries: Iterable[_Entry], file: str, run_id: str, doc: Any) -> Imp
     items = list(entries)
     for position, entry in enumerate(items):
         m = entry.message
+        if not isinstance(m, Mapping):
+            builder.note("item that is not a message", (entry.row, entry.index))
+            continue
         role = m.get("role", "assistant" if entry.response else None)
         where = (entry.row, entry.index)
         if role in ("system", "developer"):
@@ -210,7 +213,7 @@ def _convert(entries: Iterable[_Entry], file: str, run_id: str, doc: Any) -> Imp
 def _assistant(builder: RunBuilder, entry: _Entry, *, last: bool) -> None:
     m, response = entry.message, entry.response
     where = (entry.row, entry.index)
-    calls = [c for c in (m.get("tool_calls") or []) if isinstance(c, Mapping)]
+    calls = [c for c in list_at(m, "tool_calls") if isinstance(c, Mapping)]
     legacy = m.get("function_call") if isinstance(m.get("function_call"), Mapping) else None
     text = builder.text(m.get("content"), where, "an assistant message")
     final = last and not calls and legacy is None
