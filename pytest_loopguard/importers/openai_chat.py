@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from .base import ImportedRun
 from .json_log import JsonLogImporter
-from .run_builder import RunBuilder, list_at, mapping_at, parse_arguments, usage_tokens
+from .run_builder import RunBuilder, list_at, mapping_at, parse_arguments, response_facts, usage_tokens
 
 __all__ = ["ChatImporter"]
 
@@ -221,15 +221,9 @@ def _assistant(builder: RunBuilder, entry: _Entry, *, last: bool) -> None:
     extensions: dict[str, Any] = {}
     if entry.finish_reason:
         extensions["x-finish-reason"] = entry.finish_reason
-    if isinstance(response.get("id"), str):
-        extensions["x-response-id"] = response["id"]
+    extensions.update(response_facts(builder, response, "completion_tokens_details"))
     if isinstance(m.get("refusal"), str) and m["refusal"]:
         extensions["x-refusal"] = m["refusal"]
-    details = usage.get("completion_tokens_details") if isinstance(usage, Mapping) else None
-    if isinstance(details, Mapping) and isinstance(details.get("reasoning_tokens"), int):
-        extensions["x-reasoning-tokens"] = details["reasoning_tokens"]
-    if isinstance(response.get("model"), str):
-        builder.set_model(response["model"])
     builder.turn(tokens=usage_tokens(usage, "prompt_tokens", "completion_tokens"), text="" if final else text,
                 x=extensions, at=where)
     for call in calls:

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from .base import ImportedRun
 from .json_log import JsonLogImporter
-from .run_builder import At, RunBuilder, mapping_at, parse_arguments, usage_tokens
+from .run_builder import At, RunBuilder, mapping_at, parse_arguments, response_facts, usage_tokens
 
 __all__ = ["ResponsesImporter"]
 
@@ -254,18 +254,11 @@ def _turn(builder: RunBuilder, turn: _Turn, *, last: bool) -> None:
     reasoning = sum(1 for i in turn.items if _kind(i.item) == "reasoning")
     if reasoning:
         extensions["x-reasoning-items"] = reasoning
-    usage = response.get("usage")
-    details = usage.get("output_tokens_details") if isinstance(usage, Mapping) else None
-    if isinstance(details, Mapping) and isinstance(details.get("reasoning_tokens"), int):
-        extensions["x-reasoning-tokens"] = details["reasoning_tokens"]
-    if isinstance(response.get("id"), str):
-        extensions["x-response-id"] = response["id"]
+    extensions.update(response_facts(builder, response, "output_tokens_details"))
     if response.get("status") not in (None, "completed"):
         extensions["x-status"] = response["status"]
-    if isinstance(response.get("model"), str):
-        builder.set_model(response["model"])
-    builder.turn(tokens=usage_tokens(usage, "input_tokens", "output_tokens"), text="" if final else text,
-                x=extensions, at=where)
+    tokens = usage_tokens(response.get("usage"), "input_tokens", "output_tokens")
+    builder.turn(tokens=tokens, text="" if final else text, x=extensions, at=where)
     for call in calls:
         item, kind = call.item, str(_kind(call.item))
         tool, args, extra = _call_args(item, kind)

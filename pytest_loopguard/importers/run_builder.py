@@ -17,7 +17,9 @@ from typing import Any, Final
 from .base import ImportedRun
 from .build import TraceBuilder, parse_arguments
 
-__all__ = ["At", "RunBuilder", "content_text", "list_at", "mapping_at", "parse_arguments", "usage_tokens"]
+__all__ = [
+    "At", "RunBuilder", "content_text", "list_at", "mapping_at", "parse_arguments", "response_facts", "usage_tokens",
+]
 
 At = tuple[int | None, int | str | None]  # (JSONL row, index in the source): where a step came from
 NOWHERE: Final[At] = (None, None)
@@ -74,6 +76,19 @@ def usage_tokens(usage: Any, input_key: str, output_key: str) -> dict[str, int]:
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             tokens[key] = value
     return tokens
+
+
+def response_facts(builder: RunBuilder, response: Mapping[str, Any], details: str) -> dict[str, Any]:
+    """The `x-` facts an `llm` step keeps of one OpenAI response: its id and the reasoning tokens counted
+    inside its output tokens (`usage.<details>.reasoning_tokens`); its model becomes the trace's model."""
+    facts: dict[str, Any] = {}
+    if isinstance(response.get("id"), str):
+        facts["x-response-id"] = response["id"]
+    reasoning = mapping_at(mapping_at(response, "usage"), details).get("reasoning_tokens")
+    if isinstance(reasoning, int):
+        facts["x-reasoning-tokens"] = reasoning
+    builder.set_model(response.get("model"))
+    return facts
 
 
 class RunBuilder(TraceBuilder):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -14,16 +13,15 @@ FIXTURES = Path(__file__).resolve().parents[1] / "importers" / "fixtures"
 TRACE = "loopguard: 1\nname: clicks\nsteps: [{tool: click}]\n"
 
 
-def write(pytester: pytest.Pytester, relpath: str, text: str) -> None:
-    path = pytester.path / relpath
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
+def write(pytester: pytest.Pytester, name: str, text: str) -> None:
+    (pytester.path / "traces" / name).write_text(text, encoding="utf-8")
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makeini("[pytest]\n")
-    write(pytester, "traces/clicks.yaml", TRACE)
+    (pytester.path / "traces").mkdir()
+    write(pytester, "clicks.yaml", TRACE)
     return pytester
 
 
@@ -42,8 +40,8 @@ def test_an_otel_export_beside_the_traces_is_skipped_with_a_hint(project: pytest
 def test_every_kind_of_non_trace_is_skipped_and_named(project: pytest.Pytester, workers: str) -> None:
     shutil.copy(FIXTURES / "openai_chat_records.jsonl", project.path / "traces" / "chat.jsonl")
     shutil.copy(FIXTURES / "anthropic_messages.json", project.path / "traces" / "claude.json")
-    write(project, "traces/settings.yml", "loopguard_paths: [traces]\nverbose: true\n")  # says loopguard, no key
-    write(project, "traces/broken.json", '{"resourceSpans": [')  # truncated, but never claimed to be a trace
+    write(project, "settings.yml", "loopguard_paths: [traces]\nverbose: true\n")  # says loopguard, no key
+    write(project, "broken.json", '{"resourceSpans": [')  # truncated, but never claimed to be a trace
     result = project.runpytest("-n", workers, "-p", "no:randomly")
     assert result.ret == 0
     result.assert_outcomes(passed=1, skipped=4)
@@ -60,7 +58,7 @@ def test_every_kind_of_non_trace_is_skipped_and_named(project: pytest.Pytester, 
 def test_a_file_that_claims_to_be_a_trace_and_is_broken_is_still_a_collection_error(
     project: pytest.Pytester, workers: str
 ) -> None:
-    write(project, "traces/torn.json", '{"loopguard": 1, "name": "torn", "steps": [')
+    write(project, "torn.json", '{"loopguard": 1, "name": "torn", "steps": [')
     result = project.runpytest("-n", workers)
     assert result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED)  # xdist reports it as a failure
     result.stdout.fnmatch_lines(
