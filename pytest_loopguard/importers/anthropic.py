@@ -7,6 +7,7 @@ message is not a person's prompt: its results fill in calls, and any text beside
 `origin: harness`. Only a user message without tool results is a person's prompt (`origin: user`).
 Thinking blocks are not steps (their tokens are already in `output_tokens`). A log that ends with an
 assistant message asking for no client tool, stopped by `end_turn` (or with no stop reason), ends with `done`.
+Consecutive lines of one streamed response (the same message `id`) are one turn.
 """
 
 from __future__ import annotations
@@ -135,7 +136,28 @@ def _system(builder: RunBuilder, doc: Mapping[str, Any], row: int | None) -> Non
         builder.say("system", builder.text(system, (row, None), "the system prompt"), at=(row, None))
 
 
+def _merged(entries: list[_Entry]) -> list[_Entry]:
+    """Consecutive assistant entries of one response (the same message `id`) as one entry.
+
+    Transcripts that stream (Claude Code's) write one line per content block of a response, each repeating
+    the id and usage: one response is one turn, so its parallel `tool_use` blocks stay one turn.
+    """
+    out: list[_Entry] = []
+    for entry in entries:
+        m, prev = entry.message, out[-1].message if out else {}
+        same = m.get("role") == prev.get("role") == "assistant" and isinstance(m.get("id"), str) and \
+            m.get("id") == prev.get("id")
+        if not same:
+            out.append(entry)
+            continue
+        merged = dict(m)  # the later line carries the final usage and stop reason
+        merged["content"] = _blocks(prev.get("content")) + _blocks(m.get("content"))
+        out[-1] = _Entry(merged, out[-1].row, out[-1].index, entry.response)
+    return out
+
+
 def _convert(builder: RunBuilder, entries: list[_Entry]) -> ImportedRun:
+    entries = _merged(entries)
     for position, entry in enumerate(entries):
         m = entry.message
         if m.get("role") == "assistant":

@@ -169,6 +169,8 @@ def _record_entries(rows: Sequence[tuple[int, Any]]) -> Iterator[_Entry]:
             continue
         choice = choices[0]
         message = mapping_at(choice, "message")
+        if len(choices) > 1:  # n > 1: the agent went on with one of them, and the log says which only by order
+            message = {**message, "x-other-choices": len(choices) - 1}
         pointer = "/response/choices/0/message" if "response" in row else "/choices/0/message"
         yield _Entry(message, line, pointer, response, choice.get("finish_reason"))
 
@@ -222,6 +224,8 @@ def _assistant(builder: RunBuilder, entry: _Entry, *, last: bool) -> None:
     if entry.finish_reason:
         extensions["x-finish-reason"] = entry.finish_reason
     extensions.update(response_facts(builder, response, "completion_tokens_details"))
+    if m.get("x-other-choices"):
+        builder.note("other choices of a completion (n > 1): the first is taken as the turn", where)
     if isinstance(m.get("refusal"), str) and m["refusal"]:
         extensions["x-refusal"] = m["refusal"]
     builder.turn(tokens=usage_tokens(usage, "prompt_tokens", "completion_tokens"), text="" if final else text,

@@ -89,15 +89,21 @@ def test_records_count_history_once() -> None:
 def test_wrapped_transcript_lines(tmp_path: Path) -> None:
     lines = [
         {"type": "user", "message": {"role": "user", "content": "list files"}},
-        {"type": "assistant", "message": {"role": "assistant", "content": [
+        # a streamed response: one line per content block, each repeating the message id
+        {"type": "assistant", "message": {"id": "msg_9", "role": "assistant", "content": [
+            {"type": "tool_use", "id": "t0", "name": "Bash", "input": {"command": "pwd"}}], "stop_reason": None,
+            "usage": {"input_tokens": 7, "output_tokens": 1}}},
+        {"type": "assistant", "message": {"id": "msg_9", "role": "assistant", "content": [
             {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}], "stop_reason": "tool_use",
             "usage": {"input_tokens": 9, "output_tokens": 3}}},
         {"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
                                                                     "content": "a.py"}]}},
+        {"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0",
+                                                                    "content": "/src"}]}},
     ]
     path = tmp_path / "session.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
     (run,) = import_runs(path)
-    assert [next(iter(s)) for s in run.trace["steps"]] == ["message", "llm", "tool"]
-    assert run.trace["steps"][1]["llm"] == {"input_tokens": 9, "output_tokens": 3}
-    assert run.trace["steps"][2]["result"] == {"text": "a.py"}
+    assert [next(iter(s)) for s in run.trace["steps"]] == ["message", "llm", "tool", "tool"]  # one turn
+    assert run.trace["steps"][1]["llm"] == {"input_tokens": 9, "output_tokens": 3}  # the response's last usage
+    assert [s["result"] for s in run.trace["steps"][2:]] == [{"text": "/src"}, {"text": "a.py"}]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +130,16 @@ def test_a_chat_without_tool_calls_needs_from(tmp_path: Path) -> None:
     assert all(imp.name != "openai-chat" for imp in available() if imp.sniff(Source.from_path(path)))
     (run,) = import_runs(path, "openai-chat")
     assert [next(iter(s)) for s in run.trace["steps"]] == ["message", "llm", "done"]
+
+
+def test_only_the_first_of_several_choices_is_the_turn(tmp_path: Path) -> None:
+    choice = {"finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]}}
+    other = {"finish_reason": "stop", "message": {"role": "assistant", "content": "no"}}
+    record = {"request": {"messages": [{"role": "user", "content": "go"}]},
+              "response": {"choices": [choice, other], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}}
+    path = tmp_path / "n2.jsonl"
+    path.write_text(json.dumps(record) + "\n" + json.dumps(record) + "\n", encoding="utf-8")
+    (run,) = import_runs(path)
+    assert [s.get("tool") or next(iter(s)) for s in run.trace["steps"]][:3] == ["message", "llm", "ls"]
+    assert sum("other choices of a completion" in u for u in run.unmapped) == 2
