@@ -126,7 +126,10 @@ def _record_entries(builder: RunBuilder, rows: Sequence[tuple[int, Any]]) -> Ite
                              and m.get("role") == "assistant"), default=-1)
         first = False
         for i in range(start, len(messages)):
-            yield _Entry(messages[i], line, f"/request/messages/{i}")
+            if isinstance(messages[i], Mapping):
+                yield _Entry(messages[i], line, f"/request/messages/{i}")
+            else:
+                builder.note("item that is not a message", (line, f"/request/messages/{i}"))
         yield _Entry(row["response"], line, "/response", row["response"])
 
 

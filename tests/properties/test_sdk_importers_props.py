@@ -36,6 +36,13 @@ SHAPES = {
                                          {"role": "user", "content": v}]},
     "otel": lambda v: {"resourceSpans": [{"scopeSpans": [{"spans": [v, {"attributes": v}]}]}]},
 }
+RECORDS = {  # request/response records (JSONL), whose request repeats odd history
+    "openai-chat": lambda v: {"request": {"messages": [v, {"role": "assistant"}, v]}, "response": {"choices": [v]}},
+    "openai-responses": lambda v: {"request": {"input": [v, {"type": "reasoning"}, v]},
+                                   "response": {"object": "response", "output": [v]}},
+    "anthropic": lambda v: {"request": {"messages": [v, {"role": "assistant", "content": v}, v], "system": v},
+                            "response": {"type": "message", "role": "assistant", "content": v}},
+}
 
 
 @given(st.sampled_from(sorted(SHAPES)), JSON, st.booleans())
@@ -43,7 +50,8 @@ def test_any_json_in_a_known_shape_imports_or_fails_in_one_line(fmt: str, value:
     doc = SHAPES[fmt](value)
     text = json.dumps(doc)
     if as_jsonl:
-        text = json.dumps(doc) + "\n" + json.dumps(value) + "\n"
+        record = RECORDS.get(fmt, SHAPES[fmt])(value)
+        text = json.dumps(record) + "\n" + json.dumps(record) + "\n" + json.dumps(value) + "\n"
     source = Source.from_bytes("fuzz.json", text.encode())
     importer = get(fmt, sdk_importers())
     try:
