@@ -1,17 +1,17 @@
 """OpenTelemetry GenAI spans in OTLP JSON (an export document, or the collector's JSONL of exports) as traces.
 
 Mapping (FORMATS.md §4): spans are grouped into runs by `gen_ai.conversation.id` (else by trace id) and
-ordered by start time. An inference span (`chat`, `text_completion`, `generate_content`) is an `llm` step
-with its usage — current names (`gen_ai.usage.input_tokens`) or deprecated ones (`gen_ai.usage.prompt_tokens`).
+ordered by start time. An inference span (`chat`, `text_completion`, `generate_content`) is an `llm` step with
+its usage, under current names (`gen_ai.usage.input_tokens`) or deprecated ones (`gen_ai.usage.prompt_tokens`).
 An `execute_tool` span is a tool step: `gen_ai.tool.name`, `gen_ai.tool.call.id`, and the opt-in content
 attributes `gen_ai.tool.call.arguments` / `.result` when they were recorded; without them the call has no
-arguments, and the run's `unmapped` list says so per call. `error.type` or an ERROR span status makes a step failed.
-A step's `agent` is `gen_ai.agent.name` on its span or its nearest ancestor (an `invoke_agent` span). The
-first user text found (`gen_ai.input.messages`, the deprecated `gen_ai.user.message` event or flat
+arguments, and the run's `unmapped` list says so per call. `error.type` or an ERROR span status makes a step
+failed. A step's `agent` is `gen_ai.agent.name` on its span or its nearest ancestor (an `invoke_agent` span).
+The first user text found (`gen_ai.input.messages`, the deprecated `gen_ai.user.message` event or flat
 `gen_ai.prompt.N.*` attributes) opens the run as a user message. A run with no `execute_tool` span takes its
-calls from the `tool_call` parts of the recorded output messages and their results from later input messages'
-`tool_call_response` parts (`response`, or `result` as the registry's example writes it); a last turn that
-stopped with text is the run's `done`. Each step's `t` is its start time in
+calls from the `tool_call` parts of the recorded output messages and their results from later input
+messages' `tool_call_response` parts (`response`, or `result` as the registry's example writes it). A run
+whose last step is a turn that stopped with text ends with `done`. Each step's `t` is its start time in
 milliseconds after the run's first span, and `source.index` is its span id.
 """
 
@@ -217,7 +217,7 @@ def _run(key: str, spans: list[_Span], by_id: Mapping[str, _Span], file: str) ->
             break
     # Without execute_tool spans the calls live only in the messages the inference spans recorded (opt-in).
     from_messages = not any(span.operation == "execute_tool" for span in spans)
-    final: tuple[dict[str, Any], str, At, str | None] | None = None
+    last_turn: tuple[dict[str, Any], _Span, At, str | None] | None = None
     for span in spans:
         op = span.operation
         at: At = (span.row, span.span_id or span.order)
@@ -225,25 +225,23 @@ def _run(key: str, spans: list[_Span], by_id: Mapping[str, _Span], file: str) ->
         if op in INFERENCE:
             if from_messages:
                 _message_results(span, builder, at)
-            answer = _answer(span)
             step = builder.turn(tokens=_usage(span), error=_failed(span), x=_llm_extensions(span, builder),
                                 at=at, agent=agent)
-            step["t"] = max(0, (span.start - origin_time) // 1_000_000)
+            last_turn = (step, span, at, agent)
             if from_messages:
                 _message_calls(span, builder, at, agent)
-            if answer is not None and builder.steps[-1] is step:
-                final = (step, answer, at, agent)
-            continue
-        if op == "execute_tool":
+        elif op == "execute_tool":
             step = _tool(span, builder, at, agent)
         else:
             if op not in AGENT_OPS:
                 builder.note(f"{op} span" if op else "span without gen_ai.operation.name", at)
             continue
         step["t"] = max(0, (span.start - origin_time) // 1_000_000)
-    if final is not None and builder.steps[-1] is final[0]:
-        # The run's last step is a model turn that answered in words and stopped: the agent's final answer.
-        builder.finish(text=final[1], at=final[2], agent=final[3])
+    if last_turn is not None and builder.steps[-1] is last_turn[0]:
+        # The run ends on a model turn: when it answered in words and stopped, that is the final answer.
+        answer = _answer(last_turn[1])
+        if answer is not None:
+            builder.finish(text=answer, at=last_turn[2], agent=last_turn[3])
     builder.header_x["trace-ids"] = sorted({s.trace_id for s in spans})
     return builder.build()
 
