@@ -56,9 +56,9 @@ def test_every_preset_judges_the_same_run_its_own_way(capsys: pytest.CaptureFixt
         first = got["first_intervention"]
         assert (None if first is None else (first["index"], first["action"], first["reason"])) == FIRST[name], name
         assert got["outcome"] == ("stopped" if name in STOPS else "incomplete"), name
-    # the five new systems step in at four different places, for five different reasons
+    # the five new systems: no two step in at the same place in the same way
     new = [FIRST[n] for n in ("openhands", "openhands-sdk", "gemini-cli", "roo", "goose")]
-    assert len({f[0] for f in new if f}) == 3 and len({f[2] for f in new if f}) == 5
+    assert len({f[:2] for f in new if f}) == 5
 
 
 def test_the_new_presets_stop_where_their_rules_say() -> None:
