@@ -40,7 +40,8 @@ LS = {"tool": "execute_bash", "args": {"command": "ls"}, "result": {"text": ""}}
         ({"preset": "gemini-cli", "stuck_detector": {"detector": "claude"}}, "stuck_detector.detector"),
         ({"preset": "openhands-sdk", "stuck_detector": {"action_error": 0}}, "stuck_detector.action_error"),
         ({"preset": "openhands-sdk", "stuck_detector": {"window": -3}}, "stuck_detector.window"),
-        ({"preset": "openhands-sdk", "stuck_detector": {"alternating_pattern": 2}}, "stuck_detector.alternating_pattern"),
+        ({"preset": "openhands-sdk", "stuck_detector": {"alternating_pattern": 2}},
+         "stuck_detector.alternating_pattern"),
         ({"preset": "gemini-cli", "stuck_detector": {"cycle_lengths": [1, 0]}}, "stuck_detector.cycle_lengths[1]"),
         ({"preset": "gemini-cli", "stuck_detector": {"content_threshold": 1}}, "stuck_detector.content_threshold"),
         ({"preset": "gemini-cli", "stuck_detector": {"chunk_size": "50"}}, "stuck_detector.chunk_size"),
@@ -138,7 +139,8 @@ FOOTER = "[Jupyter current working directory: /w]\n[Jupyter Python interpreter: 
 
 
 def test_unterminated_string_needs_the_same_line_three_times() -> None:
-    cell = "  File x\n" + "SyntaxError: unterminated string literal (detected at line 3) (cell, line 3)\n" + FOOTER + "\n"
+    error = "SyntaxError: unterminated string literal (detected at line 3) (cell, line 3)"
+    cell = f"  File x\n{error}\n{FOOTER}\n"
     assert _syntax_errors([cell] * 3)
     moved = cell.replace("line 3)", "line 4)")
     assert not _syntax_errors([cell, cell, moved])
