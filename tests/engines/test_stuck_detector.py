@@ -155,3 +155,13 @@ def test_cell_errors_need_six_lines_and_the_same_first_line(marker: str) -> None
     assert not _syntax_errors([cell, cell, cell.replace("line 2", "line 5")])
     assert not _syntax_errors([cell.replace("  a b\n", "")] * 3)  # five lines
     assert not _syntax_errors([cell.replace(marker, "NameError: x")] * 3)
+
+
+def test_the_sdk_window_can_forget_the_oldest_failure() -> None:
+    # action_error 9: nine failures and the nudge are 19 events; the 10th failure pushes the 1st call out of
+    # the 20-event window, so its streak over 10 is 9 again: a second nudge (for a new observation), no stop
+    policy = {"preset": "openhands-sdk", "stuck_detector": {"action_error": 9}}
+    steps = [fail(error=f"e{i}") for i in range(10)]
+    assert timeline(run(policy, steps))[8:] == ["warn action_error_nudge"] * 2
+    wide = {"preset": "openhands-sdk", "stuck_detector": {"action_error": 9, "window": 22}}
+    assert timeline(run(wide, steps))[8:] == ["warn action_error_nudge", "stop repeating_action_error"]
