@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_loopguard import Guard, PolicyError, ReplayResult, replay, resolve_policy
+from pytest_loopguard import Guard, PolicyError, ReplayResult, cli, replay, resolve_policy
 from pytest_loopguard.engines.stuck_detector import StuckDetector, _syntax_errors
 from pytest_loopguard.importers import import_traces
 from pytest_loopguard.model import LLMCall, Message, ToolCall, ToolResult, Trace
@@ -221,3 +221,23 @@ def test_one_real_loop_judged_five_ways() -> None:
         dataclasses.replace(s, llm=dataclasses.replace(s.llm, text=None)) if s.llm is not None else s
         for s in trace.steps))
     assert first_intervention(thoughtless, "openhands") == (23, "stop", "stuck_detector.repeating_action_observation")
+
+
+@pytest.mark.parametrize(
+    ("policy", "field"),
+    [
+        ("{preset: gemini-cli, stuck_detector: {detector: claude}}", "stuck_detector.detector"),
+        ("{preset: roo, loop_guard: {exempt: [{when: {action: scroll_up}}]}}", "loop_guard.exempt[0].tool"),
+        ("{preset: openhands-sdk, stuck_detector: {monologue: 0}}", "stuck_detector.monologue"),
+    ],
+)
+def test_a_trace_with_a_bad_setting_is_one_line_naming_file_line_and_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], policy: str, field: str
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(f"loopguard: 1\nname: bad\npolicy: {policy}\nsteps:\n  - {{tool: a}}\n", encoding="utf-8")
+    assert cli.main(["run", str(path)]) == 2
+    out, err = capsys.readouterr()
+    lines = [line for line in (out + err).splitlines() if "error" in line]
+    assert len(lines) == 1, out + err
+    assert f"{path}:3" in lines[0] and f"'{field}'" in lines[0] and "Traceback" not in out + err
