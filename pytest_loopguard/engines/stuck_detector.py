@@ -562,6 +562,7 @@ class StuckDetector(Engine):
         self._rules = _RULE_SETS[settings.detector](settings, run)
         self._gemini = settings.detector == "gemini"
         self._stopped = False
+        self._condensed = False
 
     def _out(self, verdict: Verdict | None) -> Verdict | None:
         if self._stopped:
@@ -596,7 +597,14 @@ class StuckDetector(Engine):
         return self._out(self._rules.agent_text(llm.text, llm=True))
 
     @hookimpl
+    def loopguard_before_llm(self) -> None:
+        self._condensed = False  # a new model call: at most one condensation event per llm step
+
+    @hookimpl
     def loopguard_compacted(self) -> Verdict | None:
+        if self._condensed:  # compacted before the call and again after its overflow: one event
+            return None
+        self._condensed = True
         return self._out(self._rules.condensation())
 
     @hookimpl

@@ -241,3 +241,24 @@ def test_a_trace_with_a_bad_setting_is_one_line_naming_file_line_and_setting(
     lines = [line for line in (out + err).splitlines() if "error" in line]
     assert len(lines) == 1, out + err
     assert f"{path}:3" in lines[0] and f"'{field}'" in lines[0] and "Traceback" not in out + err
+
+
+def test_one_condensation_per_llm_step() -> None:
+    # pre-prompt compaction switched on and every call overflowing: an llm step can compact twice (before the
+    # call, then for the overflow), and it is still one condensation event
+    context = {"pre_prompt_check": True, "compact_at": 0.01, "window_tokens": 100, "preserve_recent": 1}
+    policy = resolve_policy({"preset": "openhands", "context": context})
+    guard = Guard(policy)
+    engine = guard.run.engines["stuck_detector"]
+    assert isinstance(engine, StuckDetector)
+    twice = 0
+    for i in range(6):
+        call = ToolCall.of("execute_bash", {"command": f"echo {i}"})
+        guard.start_turn([call], LLMCall(text=f"turn {i}"))
+        guard.after_call(call, ToolResult(text="x" * 400), guard.before_call(call))
+        guard.end_turn()
+        llm = LLMCall(error="ContextWindowExceededError: prompt is too long")
+        reasons = [v.reason for v in guard.before_llm(llm).verdicts + guard.llm_result(llm).verdicts]
+        twice += reasons == ["context.compact", "context.overflow"]
+    assert twice >= 3
+    assert len(engine._rules._condensations) == 6  # type: ignore[attr-defined]
