@@ -3,6 +3,7 @@ rule says, identical calls interleaved with fresh ones never trip it. Expectatio
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from hypothesis import event, given
@@ -124,7 +125,7 @@ class LiteralContent:
             seen.append(self.scan)
             if len(seen) >= self.threshold:
                 last = seen[-self.threshold:]
-                gaps = {self.buffer[p:q] for p, q in zip(last, last[1:], strict=False)}
+                gaps = {self.buffer[p:q] for p, q in pairwise(last)}
                 if (last[-1] - last[0]) / (self.threshold - 1) <= self.distance and len(gaps) <= self.periods:
                     return True
             self.scan += 1
