@@ -425,20 +425,21 @@ class Guard:
     def before_llm(self, llm: LLMCall) -> Decision:
         """Before a model call: dedup and pre-prompt compaction of the prompt view."""
         fns = self._before_llm
-        d = _decide(_fire(fns, llm, self.run.view)) if fns else ALLOW
-        self._after_compaction(d)
-        return d
+        return self._after_compaction(_decide(_fire(fns, llm, self.run.view)) if fns else ALLOW)
 
     def llm_result(self, llm: LLMCall) -> Decision:
         """After a model call: error recovery (compact and retry, back off and retry, or fail)."""
         fns = self._llm_result
-        d = _decide(_fire(fns, llm, self.run.view)) if fns else ALLOW
-        self._after_compaction(d)
-        return d
+        return self._after_compaction(_decide(_fire(fns, llm, self.run.view)) if fns else ALLOW)
 
-    def _after_compaction(self, d: Decision) -> None:
-        if d.verdicts and any(v.action in ("compact", "compact_retry") for v in d.verdicts):
-            _fire(self._compacted, self.run.view)
+    def _after_compaction(self, d: Decision) -> Decision:
+        if not (d.verdicts and any(v.action in ("compact", "compact_retry") for v in d.verdicts)):
+            return d
+        extra = _fire(self._compacted, self.run.view)
+        if not extra:
+            return d
+        verdicts = d.verdicts + tuple(extra)
+        return Decision(combine(verdicts), verdicts)
 
     # ---- other events ------------------------------------------------------------------------------
     def phase(self, phase: str) -> Decision:

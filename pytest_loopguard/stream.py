@@ -15,12 +15,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import LoopguardError, TraceError, warn
+from .errors import LoopguardError, NotATraceError, TraceError, warn
 from .expect import Mismatch, check, check_reached, check_run
 from .model import ReplayResult, Step, ToolCall, Trace
 from .policy import Policy
 from .replay import Replayer, execute, policy_for, turn_plan
-from .traceio import _reject_constant, _step, iter_trace_files, load_file, trace_from_mapping
+from .traceio import _reject_constant, _step, iter_trace_files, load_file, loads
 
 __all__ = ["StreamedRun", "replay_jsonl", "run_paths"]
 
@@ -36,55 +36,44 @@ class StreamedRun:
         self.mismatches = mismatches
 
 
-def _lines(handle: IO[str], path: str, torn: list[str] | None) -> Iterator[tuple[int, Any]]:
-    """(line number, parsed JSON) of each non-blank line. A torn last line (a run cut off mid-write) is
-    left out, warned about and noted in `torn` (None: a silent first read), as the loader does; anywhere
-    else a syntax error is a bad trace."""
+def _rows(handle: IO[str]) -> Iterator[tuple[int, str, bool]]:
+    """(line number, text, whether it is the last) of each non-blank line; only "\\n" ends a line."""
     pending: tuple[int, str] | None = None
-    rows = 0
     for lineno, text in enumerate(handle, start=1):
         if not text.strip():
             continue
         if pending is not None:
-            yield pending[0], _parse(pending[1], pending[0], path)
-        pending = (lineno, text[:-1] if text.endswith("\n") else text)  # the loader's lines end before "\n"
-        rows += 1
-    if pending is None:
-        return
-    try:
-        last = json.loads(pending[1], parse_constant=_reject_constant)
-    except (json.JSONDecodeError, ValueError) as exc:
-        if rows == 1:
-            raise TraceError(f"JSON syntax error: {exc}", file=path, line=pending[0]) from None
-        if torn is not None:
-            message = f"{path}:{pending[0]}: torn last line ignored ({exc})"
-            warn(message)
-            torn.append(message)
-        return
-    yield pending[0], last
+            yield pending[0], pending[1], False
+        pending = (lineno, text[:-1] if text.endswith("\n") else text)
+    if pending is not None:
+        yield pending[0], pending[1], True
 
 
-def _parse(text: str, lineno: int, path: str) -> Any:
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except (json.JSONDecodeError, ValueError) as exc:
-        raise TraceError(f"JSON syntax error: {exc}", file=path, line=lineno) from None
-
-
-def _header(rows: Iterator[tuple[int, Any]], path: str) -> Trace:
+def _header(rows: Iterator[tuple[int, str, bool]], path: str) -> Trace:
+    """The header line read by the loader itself (a trace with no steps yet), so a file that is not a
+    trace, or a bad header, is reported exactly as loading the file would report it."""
     first = next(rows, None)
     if first is None:
         raise TraceError("the file holds no trace (expected a header line)", file=path, line=1)
-    lineno, header = first
-    if not isinstance(header, dict):
-        raise TraceError("the first line must be the header mapping", file=path, line=lineno)
-    if "steps" in header:
-        raise TraceError("a JSONL header carries no 'steps': one step per following line",
-                         file=path, line=lineno, field="steps")
-    try:
-        return trace_from_mapping({**header, "steps": []}, path=path)
-    except TraceError as exc:
-        raise exc.located(file=path, line=lineno) from None
+    lineno, text, _last = first
+    return loads("\n" * (lineno - 1) + text, fmt="jsonl", path=path)[0]
+
+
+def _parsed(rows: Iterator[tuple[int, str, bool]], path: str, torn: list[str] | None) -> Iterator[tuple[int, Any]]:
+    """Each step line parsed. A torn last line (a run cut off mid-write) is left out, warned about and
+    noted in `torn` (None: a silent first read), as the loader does; elsewhere it is a bad trace."""
+    for lineno, text, last in rows:
+        try:
+            raw = json.loads(text, parse_constant=_reject_constant)
+        except (json.JSONDecodeError, ValueError) as exc:
+            if not last:
+                raise TraceError(f"JSON syntax error: {exc}", file=path, line=lineno) from None
+            if torn is not None:
+                message = f"{path}:{lineno}: torn last line ignored ({exc})"
+                warn(message)
+                torn.append(message)
+            return
+        yield lineno, raw
 
 
 def _steps(rows: Iterator[tuple[int, Any]], path: str) -> Iterator[Step]:
@@ -122,9 +111,9 @@ def _objective(header: Trace, path: str) -> str:
     if header.task is not None and header.task.objective:
         return header.task.objective
     with open(path, encoding="utf-8") as handle:
-        rows = _lines(handle, path, None)
+        rows = _rows(handle)
         next(rows, None)
-        for step in _steps(rows, path):
+        for step in _steps(_parsed(rows, path, None), path):
             if step.message is not None and step.message.from_user:
                 return step.message.text
     return ""
@@ -141,7 +130,7 @@ def replay_jsonl(path: str | Path, policy: Policy | str | None = None) -> Stream
     try:
         with open(name, encoding="utf-8") as handle:
             torn: list[str] = []
-            rows = _lines(handle, name, torn)
+            rows = _rows(handle)
             header = _header(rows, name)
             if header.mode == "simulate":
                 return None
@@ -150,7 +139,7 @@ def replay_jsonl(path: str | Path, policy: Policy | str | None = None) -> Stream
             counts: dict[str, int] = {}
             mismatches: list[Mismatch] = []
             strict = header.strict
-            for step, calls in _planned(_steps(rows, name)):
+            for step, calls in _planned(_steps(_parsed(rows, name, torn), name)):
                 got = replayer.step(step, calls)
                 counts[got.action] = counts.get(got.action, 0) + 1
                 m = check_reached(step, got, strict)
@@ -173,37 +162,43 @@ def replay_jsonl(path: str | Path, policy: Policy | str | None = None) -> Stream
 
 
 def run_paths(
-    paths: Sequence[str | Path], policy: Policy | None = None
+    paths: Sequence[str | Path], policy: Policy | None = None, *, skipped: list[NotATraceError] | None = None
 ) -> Iterator[tuple[ReplayResult, list[Mismatch]] | LoopguardError]:
     """Each trace under `paths` replayed (or simulated) and checked as its file is read, in file order:
     JSONL files are streamed; a bad file, a duplicate name or a scenario the simulators reject is
-    yielded as its error, and the rest goes on."""
+    yielded as its error, and the rest goes on. As `validate_paths` does, a file in a folder that is not
+    a trace at all is skipped (appended to `skipped` when given), and a file named in `paths` must be one."""
     seen: dict[str, str] = {}
-    for f in iter_trace_files(paths):
-        if not f.exists():
-            yield TraceError("no such file or folder", file=str(f))
-            continue
-        try:
-            streamed = replay_jsonl(f, policy) if f.suffix.lower() == ".jsonl" else None
-            if streamed is not None:
-                loaded: list[Trace] = [streamed.result.trace]
-            else:
-                loaded = load_file(f)
-        except TraceError as exc:
-            yield exc
-            continue
-        for trace in loaded:
-            if trace.name in seen:
-                yield TraceError(f"duplicate trace name {trace.name!r} (also in {seen[trace.name]})",
-                                 file=str(f), field="name")
-                continue
-            seen[trace.name] = str(f)
-            if streamed is not None:
-                yield streamed.result, streamed.mismatches
+    for raw in paths:
+        in_folder = Path(raw).is_dir()
+        for f in iter_trace_files([raw]):
+            if not f.exists():
+                yield TraceError("no such file or folder", file=str(f))
                 continue
             try:
-                result = execute(trace, policy)
-            except LoopguardError as exc:  # e.g. a scenario the simulators reject: a bad input like a load error
-                yield exc if isinstance(exc, TraceError) else TraceError(str(exc), file=trace.path)
+                streamed = replay_jsonl(f, policy) if f.suffix.lower() == ".jsonl" else None
+                loaded = [streamed.result.trace] if streamed is not None else load_file(f)
+            except NotATraceError as exc:
+                if not in_folder:
+                    yield exc
+                elif skipped is not None:
+                    skipped.append(exc)
                 continue
-            yield result, check(result)
+            except TraceError as exc:
+                yield exc
+                continue
+            for trace in loaded:
+                if trace.name in seen:
+                    yield TraceError(f"duplicate trace name {trace.name!r} (also in {seen[trace.name]})",
+                                     file=str(f), field="name")
+                    continue
+                seen[trace.name] = str(f)
+                if streamed is not None:
+                    yield streamed.result, streamed.mismatches
+                    continue
+                try:
+                    result = execute(trace, policy)
+                except LoopguardError as exc:  # e.g. a scenario the simulators reject: a bad input like a load error
+                    yield exc if isinstance(exc, TraceError) else TraceError(str(exc), file=trace.path)
+                    continue
+                yield result, check(result)

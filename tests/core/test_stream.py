@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_loopguard.bench import synthetic_trace
-from pytest_loopguard.errors import LoopguardWarning, TraceError
+from pytest_loopguard.errors import LoopguardWarning, NotATraceError, TraceError
 from pytest_loopguard.expect import check
 from pytest_loopguard.model import Step, ToolCall, ToolResult, Trace
 from pytest_loopguard.replay import replay
@@ -81,11 +81,15 @@ def test_a_torn_last_line_is_left_out_with_a_warning(tmp_path: Path) -> None:
 def test_run_paths_reports_each_bad_file_and_goes_on(tmp_path: Path) -> None:
     dump(synthetic_trace("one", random.Random(1), steps=30), tmp_path / "a.jsonl")
     dump(synthetic_trace("one", random.Random(2), steps=30), tmp_path / "b.yaml")  # a duplicate name
-    (tmp_path / "c.jsonl").write_text("not json\n", encoding="utf-8")
+    (tmp_path / "c.jsonl").write_text('{"loopguard": 1, "name": "bad"}\n{"tool": 3}\n{"tool": "a"}\n',
+                                      encoding="utf-8")
     dump(synthetic_trace("two", random.Random(3), steps=30), tmp_path / "d.json")
-    items = list(run_paths([tmp_path, tmp_path / "missing.yaml"]))
+    (tmp_path / "e.jsonl").write_text('{"resourceSpans": []}\n', encoding="utf-8")  # not a trace at all
+    skipped: list[NotATraceError] = []
+    items = list(run_paths([tmp_path, tmp_path / "missing.yaml", tmp_path / "e.jsonl"], skipped=skipped))
     errors = [str(i) for i in items if isinstance(i, Exception)]
     replayed = [i[0].trace.name for i in items if not isinstance(i, Exception)]
     assert replayed == ["one", "two"]
-    assert len(errors) == 3 and "duplicate trace name 'one'" in errors[0] and "c.jsonl:1" in errors[1]
-    assert "no such file" in errors[2]
+    assert len(errors) == 4 and "duplicate trace name 'one'" in errors[0] and "c.jsonl:2" in errors[1]
+    assert "no such file" in errors[2] and "e.jsonl" in errors[3]  # named on its own, it must be a trace
+    assert [str(n.file) for n in skipped] == [str(tmp_path / "e.jsonl")]  # in a folder, it is skipped
