@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import yaml
 
-from .errors import TraceError
+from .errors import TraceError, brief
 from .limits import MAX_DEPTH, MAX_FILE_BYTES, MAX_INT, MAX_NODES, MAX_STRING
 
 __all__ = ["parse_json", "parse_yaml", "read_text"]
@@ -135,8 +135,9 @@ def parse_yaml(text: str, path: str | None = None) -> list[Any]:
         docs = list(yaml.load_all(text, Loader=_Loader))
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, path) from None
-    except ValueError as exc:  # an integer of more than 4300 digits (int() refuses to convert it)
-        raise TraceError(f"a number out of range: {str(exc).split(';')[0]}", file=path) from None
+    except (ValueError, KeyError, TypeError, OverflowError) as exc:
+        # a scalar its tag cannot hold (`!!bool maybe`, `!!float xyz`) or an int over 4300 digits
+        raise TraceError(f"a YAML value cannot be read: {brief(str(exc).split(';')[0])}", file=path) from None
     for doc in docs:
         check_values(doc, path)
     return docs

@@ -99,7 +99,7 @@ def _int(value: Any, field: str, step: int | None = None, *, minimum: int = 0, m
     # the range is checked before int(): int(1e300) is a 997-bit number the engines cannot use
     ok = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
     if isinstance(value, bool) or not ok or not minimum <= value <= maximum:
-        raise _fail(f"expected an integer from {minimum} to {maximum}, got {brief(value)}", field, step)
+        raise _fail(f"expected an integer ≥ {minimum} and ≤ {maximum}, got {brief(value)}", field, step)
     return int(value)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..hookspecs import hookimpl
@@ -35,7 +35,8 @@ class Settings(EngineSettings):
     ring_size: int = 30
     ping_pong: bool = True
     ping_pong_periods: tuple[int, ...] = (2, 3)
-    ping_pong_detect_repeats: int = 3  # a period is seen once it repeats this often
+    # a period is seen once it repeats this often; 0 would call a ring shorter than one period a cycle
+    ping_pong_detect_repeats: int = field(default=3, metadata={"minimum": 1})
     ping_pong_min_repeats: int = 3  # repeats at which ping-pong blocks outright
     outcome_block_threshold: int = 4  # 0 disables outcome poisoning
     outcome_prefix_bytes: int = 1000
