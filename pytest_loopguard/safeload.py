@@ -135,8 +135,9 @@ def parse_yaml(text: str, path: str | None = None) -> list[Any]:
         docs = list(yaml.load_all(text, Loader=_Loader))
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, path) from None
-    except (ValueError, KeyError, TypeError, OverflowError) as exc:
-        # a scalar its tag cannot hold (`!!bool maybe`, `!!float xyz`) or an int over 4300 digits
+    except Exception as exc:
+        # a scalar its tag cannot hold (`!!bool maybe` KeyError, `!!float xyz` ValueError, `!!timestamp x`
+        # AttributeError) or an int of more than 4300 digits (ValueError)
         raise TraceError(f"a YAML value cannot be read: {brief(str(exc).split(';')[0])}", file=path) from None
     for doc in docs:
         check_values(doc, path)
