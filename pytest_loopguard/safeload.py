@@ -178,27 +178,36 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed in a trace")
 
 
+def _bad_value(item: Any) -> str | None:
+    if isinstance(item, int) and not isinstance(item, bool) and not -MAX_INT <= item <= MAX_INT:
+        return f"expected an integer ≥ -{MAX_INT} and ≤ {MAX_INT} (±2^53), got {brief(item)}"
+    if isinstance(item, str) and len(item) > MAX_STRING:
+        return f"a string of {len(item)} characters; at most {MAX_STRING}"
+    return None
+
+
 def check_values(value: Any, path: str | None = None, line: int | None = None) -> None:
     """Refuse integers beyond ±MAX_INT and strings beyond MAX_STRING anywhere in `value` (no recursion)."""
     seen: set[int] = set()  # aliases share objects: each container is looked at once
-    stack = [value]
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
     while stack:
-        item = stack.pop()
+        item, where = stack.pop()
         if isinstance(item, (dict, list)):
             if id(item) in seen:
                 continue
             seen.add(id(item))
-            if isinstance(item, dict):
-                stack.extend(item.keys())
-                stack.extend(item.values())
-            else:
-                stack.extend(item)
-        elif isinstance(item, int) and not isinstance(item, bool) and not -MAX_INT <= item <= MAX_INT:
-            raise TraceError(f"an integer out of range (beyond ±2^53): {_short_int(item)}", file=path, line=line)
-        elif isinstance(item, str) and len(item) > MAX_STRING:
-            raise TraceError(f"a string of {len(item)} characters; at most {MAX_STRING}", file=path, line=line)
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            for key, child in pairs:
+                stack.append((key, where))
+                stack.append((child, (*where, key)))
+        elif (problem := _bad_value(item)) is not None:
+            raise _located(problem, where, path, line)
 
 
-def _short_int(value: int) -> str:
-    # str() of an int over 4300 digits raises; the bit length says how big it is without converting it
-    return str(value) if value.bit_length() < 200 else f"an integer of {value.bit_length()} bits"
+def _located(problem: str, where: tuple[Any, ...], path: str | None, line: int | None) -> TraceError:
+    # `steps[3].args.v` is step 3, field `args.v`, as the trace loader names fields
+    step = where[1] if len(where) > 1 and where[0] == "steps" and isinstance(where[1], int) else None
+    rest = where[2:] if step is not None else where
+    field = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in rest).lstrip(".") or None
+    return TraceError(problem, file=path, line=line, step=step, field=field)
+
