@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Final, Protocol, final
 
 from pytest_loopguard.conversation import Entry, PromptView, chars_over_four
 from pytest_loopguard.errors import ScenarioError, brief
-from pytest_loopguard.limits import MAX_TURNS
+from pytest_loopguard.limits import MAX_SCENARIO_COUNT, MAX_TURNS
 from pytest_loopguard.model import ToolCall
 
 from .protocols import ModelReply, ProviderError, is_count
@@ -325,7 +325,8 @@ class Retrier(_Params):
         cls.check(params, field)
         attempts = params.get("attempts")
         if attempts is not None and not is_count(attempts, 1):
-            raise ScenarioError("expected a count ≥ 1 (or leave it out: forever)", field=f"{field}.attempts")
+            raise ScenarioError(f"expected a count ≥ 1 and ≤ {MAX_SCENARIO_COUNT} (or leave it out: forever)",
+                                field=f"{field}.attempts")
         return cls(_call(params.get("call"), f"{field}.call"), attempts,
                    str(params.get("answer", "I could not do it.")))
 
@@ -353,7 +354,8 @@ class PingPong(_Params):
         cls.check(params, field)
         turns = params.get("turns")
         if turns is not None and not is_count(turns, 1):
-            raise ScenarioError("expected a count ≥ 1 (or leave it out: forever)", field=f"{field}.turns")
+            raise ScenarioError(f"expected a count ≥ 1 and ≤ {MAX_SCENARIO_COUNT} (or leave it out: forever)",
+                                field=f"{field}.turns")
         return cls(_call(params.get("a"), f"{field}.a"), _call(params.get("b"), f"{field}.b"),
                    turns, str(params.get("answer", "Done.")))
 
