@@ -490,7 +490,8 @@ def iter_trace_files(paths: Iterable[str | Path]) -> Iterator[Path]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            yield from sorted(f for f in p.rglob("*") if f.suffix.lower() in SUFFIXES and f.is_file())
+            # not only regular files: a FIFO or a link to a device named like a trace is reported, not skipped
+            yield from sorted(f for f in p.rglob("*") if f.suffix.lower() in SUFFIXES and not f.is_dir())
         else:
             yield p
 
