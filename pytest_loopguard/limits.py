@@ -48,8 +48,10 @@ MAX_SETTING_ITEMS: Final = 1_000
 MAX_EXTENDS: Final = 8
 """A preset `extends` chain is at most 8 presets long (the bundled ones use 2)."""
 
-MAX_TURNS: Final = 10_000
-"""A scenario's `max_turns` (and a trace's) is at most 10,000: no run may loop longer than that."""
+MAX_TURNS: Final = 1_000
+"""A simulated run is at most 1,000 turns (a scenario's `max_turns`, its script's length): the frameworks the
+presets model stop far sooner (qa-agent 50, browser-use 500), and no input may make the simulator loop longer.
+A recorded trace's `max_turns` is only read (up to MAX_SETTING): its steps are what a replay walks."""
 
 MAX_SCENARIO_COUNT: Final = 10_000
 """Every count in a scenario (attempts, repeats, turns, generated lines, polls, pages, files) is at most 10,000;

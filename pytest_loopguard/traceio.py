@@ -17,7 +17,7 @@ from typing import Any, Final
 import yaml
 
 from .errors import PolicyError, TraceError, brief, warn
-from .limits import MAX_INT, MAX_SETTING, MAX_TURNS
+from .limits import MAX_INT, MAX_SETTING
 from .model import (
     ACTIONS,
     OUTCOMES,
@@ -348,7 +348,7 @@ def trace_from_mapping(raw: Any, *, path: str | None = None, warnings: tuple[str
 
 
 def _opt_turns(d: Mapping[str, Any]) -> int | None:
-    return _int(d["max_turns"], "max_turns", minimum=1, maximum=MAX_TURNS) if d.get("max_turns") is not None else None
+    return _int(d["max_turns"], "max_turns", minimum=1, maximum=MAX_SETTING) if d.get("max_turns") is not None else None
 
 
 def _check_policy(policy: Any, path: str | None) -> None:

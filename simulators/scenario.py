@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from pytest_loopguard.errors import ScenarioError, TraceError, brief
-from pytest_loopguard.limits import MAX_GENERATED_CHARS, MAX_SCENARIO_COUNT, MAX_SETTING
+from pytest_loopguard.limits import MAX_GENERATED_CHARS, MAX_SCENARIO_COUNT, MAX_SETTING, MAX_TURNS
 from pytest_loopguard.model import StepExpect, ToolCall, Trace
 from pytest_loopguard.replay import policy_for
 from pytest_loopguard.runtime import Clock
@@ -69,7 +69,7 @@ def build(trace: Trace, policy: Any = None) -> AgentLoop:
         Toolbox(browser=browser, files=fake_files),
         resolved,
         clock=clock,
-        max_turns=trace.max_turns or DEFAULT_MAX_TURNS,
+        max_turns=_count(trace.max_turns or DEFAULT_MAX_TURNS, "max_turns", 1, MAX_TURNS),
         prompt=prompt,
         task=trace.task,
         context=trace.context,

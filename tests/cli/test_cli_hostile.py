@@ -106,7 +106,7 @@ def test_single_file_commands_refuse_hostile_files_in_one_line(
     for path in bad:
         if path.name == "scenario.yaml" and command != "simulate":
             continue
-        status, out, err = run(capsys, command, str(path))
+        status, _, err = run(capsys, command, str(path))
         assert status == 2, path
         assert str(path) in err and len(error_lines(err) or err.strip().splitlines()) == 1, err
 
@@ -122,5 +122,5 @@ def test_a_trace_policy_file_does_not_depend_on_the_working_folder(
     elsewhere = tmp_path / "elsewhere"
     write(elsewhere, "policies/strict.yaml", "preset: default\n")  # would not warn: must not be used
     monkeypatch.chdir(elsewhere)
-    status, out, err = run(capsys, "run", str(trace))
+    status, _, err = run(capsys, "run", str(trace))
     assert status == 0, err

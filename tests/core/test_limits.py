@@ -9,7 +9,7 @@ import pytest
 
 from pytest_loopguard import policy as policy_module
 from pytest_loopguard.errors import PolicyError, TraceError
-from pytest_loopguard.limits import MAX_EXTENDS, MAX_INT, MAX_SETTING, MAX_SETTING_ITEMS, MAX_TURNS
+from pytest_loopguard.limits import MAX_EXTENDS, MAX_INT, MAX_SETTING, MAX_SETTING_ITEMS
 from pytest_loopguard.policy import resolve_policy
 from pytest_loopguard.replay import replay
 from pytest_loopguard.traceio import loads
@@ -29,7 +29,7 @@ def refused(text: str) -> TraceError:
 @pytest.mark.parametrize(
     ("body", "field", "limit"),
     [
-        ("max_turns: {}\nsteps: []\n", "max_turns", MAX_TURNS),
+        ("max_turns: {}\nsteps: []\n", "max_turns", MAX_SETTING),
         ("context: {{window_tokens: {}}}\nsteps: []\n", "context.window_tokens", MAX_SETTING),
         ("steps:\n  - tool: a\n    result: {{tokens: {}}}\n", "result.tokens", MAX_SETTING),
         ("steps:\n  - llm: {{input_tokens: {}}}\n", "llm.input_tokens", MAX_SETTING),

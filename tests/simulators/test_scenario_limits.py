@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_loopguard.errors import ScenarioError, TraceError
+from pytest_loopguard.errors import ScenarioError
 from pytest_loopguard.limits import MAX_GENERATED_CHARS, MAX_SCENARIO_COUNT, MAX_SETTING, MAX_TURNS
 from pytest_loopguard.traceio import loads
 from simulators import simulate
@@ -81,9 +81,8 @@ def test_a_script_stays_within_max_turns_over_all_its_turns() -> None:
 
 
 def test_max_turns_at_its_edge() -> None:
-    assert loads(scenario().replace("max_turns: 3", f"max_turns: {MAX_TURNS}"), path="edge.yaml")
-    with pytest.raises(TraceError, match=f"≤ {MAX_TURNS}"):
-        loads(scenario().replace("max_turns: 3", f"max_turns: {MAX_TURNS + 1}"), path="edge.yaml")
+    builds(scenario().replace("max_turns: 3", f"max_turns: {MAX_TURNS}"))
+    refused(scenario().replace("max_turns: 3", f"max_turns: {MAX_TURNS + 1}"), "max_turns")
 
 
 @pytest.mark.parametrize(
