@@ -111,7 +111,8 @@ def test_run_reports_every_bad_file_and_exits_2(tmp_path: Path, capsys: pytest.C
     assert status == 2
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert errors == [
-        f"error: {step}:5: step 0: field 'argz': unknown key 'argz'; expected one of args, expect, result, t, tool",
+        f"error: {step}:5: step 0: field 'argz': unknown key 'argz'; "
+        "expected one of agent, args, expect, result, source, t, tool",
         f"error: {version}:1: field 'loopguard': missing 'loopguard' (the trace format version; expected 1)",
     ]
     assert "passing" in out  # the good trace is still replayed and shown
@@ -224,7 +225,7 @@ def test_replay_of_a_malformed_file_is_one_line(tmp_path: Path, capsys: pytest.C
     status, out, err = run(capsys, "replay", str(path))
     assert status == 2 and out == ""
     assert err.strip() == (f"loopguard: error: {path}:5: step 0: field 'argz': unknown key 'argz'; "
-                           "expected one of args, expect, result, t, tool")
+                           "expected one of agent, args, expect, result, source, t, tool")
 
 
 # ---- validate ----------------------------------------------------------------------------------------
@@ -416,3 +417,15 @@ def test_bench_trace_round_trips_through_the_trace_format(tmp_path: Path) -> Non
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     status, _, err = run(capsys, *argv)
     assert status == 2 and "usage: loopguard" in err
+
+
+# ---- the format additions ------------------------------------------------------------------------------
+def test_replay_and_validate_show_rejected_steps(capsys: pytest.CaptureFixture[str]) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    path = str(repo / "traces" / "format" / "qa_agent_rejected_turns_are_failed_turns.yaml")
+    assert run(capsys, "validate", path)[0] == 0
+    out = run(capsys, "replay", path, "--json")[1]
+    steps = json.loads(out)["steps"]
+    assert [s["kind"] for s in steps[3:8]] == ["rejected"] * 5
+    assert steps[5]["action"] == "warn" and steps[5]["tool"] is None
+    assert "rejected: no tool call" in run(capsys, "replay", path, "--policy", "qa-agent")[1]
