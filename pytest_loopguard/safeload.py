@@ -166,8 +166,10 @@ def parse_json(text: str, path: str | None = None, line: int | None = None) -> A
     try:
         value = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
-        raise TraceError(f"JSON syntax error: {exc.msg}", file=path,
-                         line=line if line is not None else exc.lineno) from None
+        # a JSONL record is one line: its column says where in the line; a JSON file has the line itself
+        problem = exc.msg if line is None else str(exc)
+        at = line if line is not None else exc.lineno
+        raise TraceError(f"JSON syntax error: {problem}", file=path, line=at) from None
     except (ValueError, RecursionError) as exc:  # NaN, a number of more than 4300 digits
         raise TraceError(str(exc).split(";")[0], file=path, line=line) from None
     check_values(value, path, line)
