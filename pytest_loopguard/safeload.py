@@ -21,7 +21,7 @@ import yaml
 from .errors import TraceError, brief
 from .limits import MAX_DEPTH, MAX_FILE_BYTES, MAX_INT, MAX_NODES, MAX_STRING
 
-__all__ = ["parse_json", "parse_yaml", "read_text"]
+__all__ = ["check_json_depth", "parse_json", "parse_yaml", "read_bytes", "read_text"]
 
 try:  # the C parser is much faster on large files and is iterative
     _Loader: Any = yaml.CSafeLoader
@@ -41,6 +41,17 @@ _JSON_TOKENS: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 
 def read_text(path: str | Path) -> str:
     """The text of a regular file of at most MAX_FILE_BYTES, decoded as UTF-8."""
+    data = read_bytes(path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise TraceError(f"not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start})",
+                         file=str(path), line=line) from None
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The bytes of a regular file of at most MAX_FILE_BYTES (a FIFO, device or folder is refused)."""
     name = str(path)
     try:
         # O_NONBLOCK: opening a FIFO for reading must not wait for a writer; it is refused just below
@@ -67,13 +78,7 @@ def read_text(path: str | Path) -> str:
         raise TraceError(f"cannot read: {exc.strerror or exc}", file=name) from None
     finally:
         os.close(fd)
-    data = b"".join(chunks)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise TraceError(f"not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start})",
-                         file=name, line=line) from None
+    return b"".join(chunks)
 
 
 def _yaml_error(exc: yaml.YAMLError, path: str | None) -> TraceError:

@@ -124,3 +124,24 @@ def test_a_trace_policy_file_does_not_depend_on_the_working_folder(
     monkeypatch.chdir(elsewhere)
     status, _, err = run(capsys, "run", str(trace))
     assert status == 0, err
+
+
+def test_import_refuses_hostile_logs_in_one_line_and_imports_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs = tmp_path / "logs"
+    bad = [
+        write(logs, "deep.json", '{"trajectory": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+        write(logs, "deep.jsonl", "[" * 100_000 + "]" * 100_000 + "\n"),
+    ]
+    zero = logs / "zero.json"
+    zero.symlink_to("/dev/zero")  # would read until memory runs out
+    bad.append(zero)
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(logs / "fifo.json")  # would block forever
+        bad.append(logs / "fifo.json")
+    for path in bad:
+        status, _, err = run(capsys, "import", "-o", str(tmp_path / "out"), str(path))
+        assert status == 2, path
+        assert sum(line.startswith("loopguard: error: ") for line in err.splitlines()) == 1, err
+        assert str(path) in err
