@@ -66,6 +66,14 @@ def test_a_consumer_folder_with_its_own_policy_file_does_not_shadow_the_corpus(r
     assert status == 0, out
 
 
+def test_a_command_line_policy_file_is_taken_from_the_working_folder(repo: pytest.Pytester) -> None:
+    # the option is the user's own argument: `../lenient.yaml` from tests/ is the repo's lenient.yaml
+    write(repo.path, "lenient.yaml", "preset: default\nloop_guard: {warn_at: 5}\n")
+    status, out = run_in(repo.path / "tests", "../traces/x.yaml", "--loopguard-policy", "../lenient.yaml", "-q")
+    assert status == 1 and "1 failed" in out  # the 2nd call no longer warns: the trace's expectation fails
+    assert "lenient" in out
+
+
 def test_a_policy_path_out_of_the_corpus_is_a_one_line_collection_error(repo: pytest.Pytester) -> None:
     write(repo.path.parent, "elsewhere.yaml", "preset: default\n")
     write(repo.path, "traces/escape.yaml", STRICT_TRACE.replace("policies/strict.yaml", "../../elsewhere.yaml")
