@@ -20,6 +20,7 @@ __all__ = [
     "MAX_SCENARIO_COUNT",
     "MAX_SETTING",
     "MAX_SETTING_ITEMS",
+    "MAX_STEPS",
     "MAX_STRING",
     "MAX_TURNS",
 ]
@@ -32,6 +33,10 @@ MAX_DEPTH: Final = 64
 
 MAX_NODES: Final = 2_000_000
 """At most 2,000,000 values per file counted with every alias expanded: bounds `&a [*b, *b, ...]` bombs."""
+
+MAX_STEPS: Final = 100_000
+"""A trace holds at most 100,000 steps (the calibration runs hold a few hundred); replaying that many takes
+about 200 MB and seconds, not minutes."""
 
 MAX_STRING: Final = 8 * 1024 * 1024
 """A single string (a tool result's text, say) is at most 8 Mi characters."""

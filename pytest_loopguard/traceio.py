@@ -17,7 +17,7 @@ from typing import Any, Final
 import yaml
 
 from .errors import PolicyError, TraceError, brief, warn
-from .limits import MAX_INT, MAX_SETTING
+from .limits import MAX_INT, MAX_SETTING, MAX_STEPS
 from .model import (
     ACTIONS,
     ORIGINS,
@@ -364,6 +364,8 @@ def trace_from_mapping(raw: Any, *, path: str | None = None, warnings: tuple[str
         steps_raw = []
     if not isinstance(steps_raw, list):
         raise _fail(f"expected a list of steps, got {_tname(steps_raw)}", "steps")
+    if len(steps_raw) > MAX_STEPS:  # replay keeps every step's result: memory grows with the step count
+        raise _fail(f"{len(steps_raw)} steps; at most {MAX_STEPS} in one trace", "steps")
     steps = tuple(_step(s, i) for i, s in enumerate(steps_raw))
     tags = d.get("tags") or []
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):

@@ -9,10 +9,10 @@ import pytest
 
 from pytest_loopguard import policy as policy_module
 from pytest_loopguard.errors import PolicyError, TraceError
-from pytest_loopguard.limits import MAX_EXTENDS, MAX_INT, MAX_SETTING, MAX_SETTING_ITEMS
+from pytest_loopguard.limits import MAX_EXTENDS, MAX_INT, MAX_SETTING, MAX_SETTING_ITEMS, MAX_STEPS
 from pytest_loopguard.policy import resolve_policy
 from pytest_loopguard.replay import replay
-from pytest_loopguard.traceio import loads
+from pytest_loopguard.traceio import loads, trace_from_mapping
 
 
 def trace(body: str) -> str:
@@ -43,6 +43,16 @@ def test_trace_numbers_at_their_edge(body: str, field: str, limit: int) -> None:
     assert loads(trace(body.format(limit)), path="edge.yaml")
     error = refused(trace(body.format(limit + 1)))
     assert error.field == field and f"≤ {limit}" in error.problem
+
+
+def test_step_count_at_its_edge() -> None:
+    # the mapping form: the check is the loader's, and parsing 100,000 steps of YAML text would be slow
+    step = {"tool": "a"}
+    assert len(trace_from_mapping({"loopguard": 1, "name": "t", "steps": [step] * MAX_STEPS}).steps) == MAX_STEPS
+    with pytest.raises(TraceError) as info:
+        trace_from_mapping({"loopguard": 1, "name": "t", "steps": [step] * (MAX_STEPS + 1)})
+    assert info.value.field == "steps"
+    assert info.value.problem == f"{MAX_STEPS + 1} steps; at most {MAX_STEPS} in one trace"
 
 
 def test_a_float_for_an_integer_is_range_checked_before_it_is_converted() -> None:
