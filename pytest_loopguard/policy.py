@@ -161,7 +161,11 @@ def _policy_file(spec: str, base_dir: Path | None, root: Path | None) -> Path:
     option, a library call) the path is taken as given."""
     path = Path(spec)
     if base_dir is None:
-        if not path.is_file():
+        try:
+            found = path.exists()
+        except OSError:  # a name too long for the file system
+            found = False
+        if not found:
             raise PolicyError(f"policy file {brief(spec)} not found")
         return path
     top = (root or corpus_root(base_dir)).resolve()

@@ -104,3 +104,11 @@ def test_a_command_line_policy_file_is_taken_as_given(repo: Path, monkeypatch: p
     # `--policy policies/strict.yaml` is the user's own argument: relative to where they typed it
     monkeypatch.chdir(repo)
     assert resolve_policy("policies/strict.yaml").settings("loop_guard").warn_at == 2
+
+
+def test_a_policy_file_name_too_long_for_the_file_system_is_not_found(repo: Path) -> None:
+    with pytest.raises(PolicyError, match="not found"):
+        resolve_policy("k" * 5000 + ".yaml")
+    trace = write(repo / "x.yaml", TRACE.format(policy="k" * 5000 + ".yaml"))
+    with pytest.raises(TraceError, match="not found"):
+        load(trace)
