@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, final, get_args, get_origin, get_type_hints
 
 from .engines import ENGINE_ORDER, registry
+from .engines.base import SettingError
 from .errors import PolicyError, TraceError, brief
 from .limits import MAX_EXTENDS, MAX_SETTING, MAX_SETTING_ITEMS
 from .safeload import parse_yaml, read_text
@@ -162,10 +163,10 @@ def _policy_file(spec: str, base_dir: Path | None, root: Path | None) -> Path:
     path = Path(spec)
     if base_dir is None:
         try:
-            found = path.exists()
+            present = path.exists()
         except OSError:  # a name too long for the file system
-            found = False
-        if not found:
+            present = False
+        if not present:
             raise PolicyError(f"policy file {brief(spec)} not found")
         return path
     top = (root or corpus_root(base_dir)).resolve()
@@ -260,7 +261,7 @@ def coerce_settings(
 ) -> Any:
     """A settings instance from `base` (or defaults) with `values` applied, each checked against its type."""
     hints = get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    fields = {f.name for f in dataclasses.fields(cls)}
     changes: dict[str, Any] = {}
     for key, value in values.items():
         where = f"{field}.{key}" if field else str(key)
@@ -270,12 +271,12 @@ def coerce_settings(
                 field=where, source=source,
             )
         changes[key] = _coerce(value, hints[key], where, source)
-        # an engine may narrow a number's range in the field's metadata (e.g. a repeat count of at least 1)
-        low = fields[key].metadata.get("minimum")
-        if low is not None and isinstance(changes[key], (int, float)) and changes[key] < low:
-            raise PolicyError(f"expected a number ≥ {low}, got {brief(value)}", field=where, source=source)
     instance = base if base is not None else cls()
-    return dataclasses.replace(instance, **changes)
+    try:  # settings check their own ranges in __post_init__
+        return dataclasses.replace(instance, **changes)
+    except SettingError as exc:
+        where = f"{field}.{exc.setting}" if field else exc.setting
+        raise PolicyError(exc.problem, field=where, source=source) from None
 
 
 def _type_name(tp: Any) -> str:
