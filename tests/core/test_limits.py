@@ -69,13 +69,15 @@ def test_huge_numbers_replay_without_overflow() -> None:
 
 
 # ---- policy settings -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("setting", ["loop_guard.warn_at", "budget.near_ratio", "context.compact_at",
-                                     "failure_tracker.max_failures", "loop_guard.ring_size"])
-def test_numeric_settings_at_their_edges(setting: str) -> None:
+@pytest.mark.parametrize(("setting", "low"), [("loop_guard.warn_at", 1), ("budget.near_ratio", 0),
+                                            ("context.compact_at", 0), ("failure_tracker.max_failures", 0),
+                                            ("loop_guard.ring_size", 1)])
+def test_numeric_settings_at_their_edges(setting: str, low: int) -> None:
+    # every number lies in [0, MAX_SETTING]; an engine may raise the lower end (a ring of at least 1)
     engine, name = setting.split(".")
-    assert resolve_policy({engine: {name: MAX_SETTING}}).settings(engine)
-    assert resolve_policy({engine: {name: 0}}).settings(engine)
-    for bad in (MAX_SETTING + 1, -1, float("nan"), float("inf"), float("-inf")):
+    assert getattr(resolve_policy({engine: {name: MAX_SETTING}}).settings(engine), name) == MAX_SETTING
+    assert getattr(resolve_policy({engine: {name: low}}).settings(engine), name) == low
+    for bad in (MAX_SETTING + 1, low - 1, float("nan"), float("inf"), float("-inf")):
         with pytest.raises(PolicyError) as info:
             resolve_policy({engine: {name: bad}})
         assert info.value.field == setting, bad
