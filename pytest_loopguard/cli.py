@@ -24,14 +24,16 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TextIO
 
 from tabulate import tabulate
 
 from . import __version__, import_cmd
 from .engines import ENGINE_ORDER, registry
-from .errors import LoopguardError, LoopguardWarning, TraceError
+from .errors import LoopguardError, LoopguardWarning, NotATraceError, TraceError
 from .expect import Mismatch, check
+from .importers.recognise import skip_note
 from .model import ReplayResult, Trace
 from .policy import ALIASES, Policy, preset_names, resolve_policy
 from .replay import execute
@@ -74,6 +76,17 @@ def _report_warnings(traces: Sequence[Trace]) -> None:
     for trace in traces:
         for text in trace.warnings:
             _err(f"warning: {text}")
+
+
+def _validate(paths: Sequence[str]) -> tuple[list[Trace], list[TraceError]]:
+    """`validate_paths`, each trace's warnings shown once, and a line per non-trace file a folder held."""
+    skipped: list[NotATraceError] = []
+    with _trace_warnings():
+        traces, errors = validate_paths(paths, skipped=skipped)
+    for note in skipped:
+        _err(f"skipped: {skip_note(str(note.file), Path(str(note.file)), note)}")
+    _report_warnings(traces)
+    return traces, errors
 
 
 def _report_errors(errors: Sequence[LoopguardError]) -> None:
@@ -125,9 +138,7 @@ def _first_intervention(result: ReplayResult) -> str:
 # ---- subcommands -----------------------------------------------------------------------------------
 def _cmd_run(args: argparse.Namespace) -> int:
     policy = _policy_arg(args.policy)
-    with _trace_warnings():
-        traces, errors = validate_paths(args.paths)
-    _report_warnings(traces)
+    traces, errors = _validate(args.paths)
     results: list[tuple[ReplayResult, list[Mismatch]]] = []
     for trace in traces:
         try:
@@ -171,9 +182,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    with _trace_warnings():
-        traces, errors = validate_paths(args.paths)
-    _report_warnings(traces)
+    traces, errors = _validate(args.paths)
     for error in errors:
         _err(f"error: {error}")
     files = len({t.path for t in traces})
@@ -226,9 +235,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     if not names:
         raise TraceError("--policies needs at least one preset or policy file", field="--policies")
     policies = [resolve_policy(n) for n in names]
-    with _trace_warnings():
-        traces, errors = validate_paths(args.paths)
-    _report_warnings(traces)
+    traces, errors = _validate(args.paths)
     table: list[tuple[Trace, list[ReplayResult]]] = []
     for trace in traces:
         try:
