@@ -5,22 +5,29 @@ A turn's calls are known only when its last call is read, so the stream holds on
 one `llm` step to the next) at a time; tool steps before the first `llm` step are held until an `llm`
 step or the end of the file says how they group (see `replay.turn_plan`). A trace whose objective is not
 in its header (the first user message) is read twice: once to find that message, once to replay.
+
+Every line gets the loader's checks (`safeload.parse_json`: depth, strings, numbers; each step as the
+loader reads it). The loader's bounds on a whole file (`MAX_FILE_BYTES`, `MAX_STEPS`) exist because it
+holds the file and every step's result in memory; a stream holds neither, so it bounds a line instead.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
+import os
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from .errors import LoopguardError, NotATraceError, TraceError, warn
 from .expect import Mismatch, check, check_reached, check_run
+from .limits import MAX_FILE_BYTES
 from .model import ReplayResult, Step, ToolCall, Trace
 from .policy import Policy
 from .replay import Replayer, execute, policy_for, turn_plan
-from .traceio import _reject_constant, _step, iter_trace_files, load_file, loads
+from .safeload import parse_json
+from .traceio import _step, iter_trace_files, load_file, loads
 
 __all__ = ["StreamedRun", "replay_jsonl", "run_paths"]
 
@@ -36,10 +43,29 @@ class StreamedRun:
         self.mismatches = mismatches
 
 
-def _rows(handle: IO[str]) -> Iterator[tuple[int, str, bool]]:
-    """(line number, text, whether it is the last) of each non-blank line; only "\\n" ends a line."""
+def _open(path: str) -> IO[str]:
+    """The file for reading line by line: a regular file only (a FIFO would block), lines ending at "\\n"
+    only (as the loader splits them)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise TraceError("not a regular file (a FIFO, device or folder); only regular files are read", file=path)
+    except OSError as exc:
+        raise TraceError(f"cannot read: {exc.strerror or exc}", file=path) from None
+    return open(path, encoding="utf-8", newline="\n")
+
+
+def _rows(handle: IO[str], path: str) -> Iterator[tuple[int, str, bool]]:
+    """(line number, text, whether it is the last) of each non-blank line. A line is at most
+    MAX_FILE_BYTES long (the loader's bound on a whole file); the file itself may be any length."""
     pending: tuple[int, str] | None = None
-    for lineno, text in enumerate(handle, start=1):
+    lineno = 0
+    while True:
+        text = handle.readline(MAX_FILE_BYTES + 1)
+        if not text:
+            break
+        lineno += 1
+        if len(text) > MAX_FILE_BYTES:
+            raise TraceError(f"line longer than {MAX_FILE_BYTES} characters", file=path, line=lineno)
         if not text.strip():
             continue
         if pending is not None:
@@ -60,16 +86,16 @@ def _header(rows: Iterator[tuple[int, str, bool]], path: str) -> Trace:
 
 
 def _parsed(rows: Iterator[tuple[int, str, bool]], path: str, torn: list[str] | None) -> Iterator[tuple[int, Any]]:
-    """Each step line parsed. A torn last line (a run cut off mid-write) is left out, warned about and
-    noted in `torn` (None: a silent first read), as the loader does; elsewhere it is a bad trace."""
+    """Each step line parsed with the loader's limits. A torn last line (a run cut off mid-write) is left
+    out, warned about and noted in `torn` (None: a silent first read), as the loader does."""
     for lineno, text, last in rows:
         try:
-            raw = json.loads(text, parse_constant=_reject_constant)
-        except (json.JSONDecodeError, ValueError) as exc:
-            if not last:
-                raise TraceError(f"JSON syntax error: {exc}", file=path, line=lineno) from None
+            raw = parse_json(text, path, lineno)
+        except TraceError as exc:
+            if not (last and exc.problem.startswith("JSON syntax error")):
+                raise
             if torn is not None:
-                message = f"{path}:{lineno}: torn last line ignored ({exc})"
+                message = f"{path}:{lineno}: torn last line ignored ({exc.problem.removeprefix('JSON syntax error: ')})"
                 warn(message)
                 torn.append(message)
             return
@@ -110,8 +136,8 @@ def _objective(header: Trace, path: str) -> str:
     """The run's objective: the header's task, else the first user message (found by a first read)."""
     if header.task is not None and header.task.objective:
         return header.task.objective
-    with open(path, encoding="utf-8") as handle:
-        rows = _rows(handle)
+    with _open(path) as handle:
+        rows = _rows(handle, path)
         next(rows, None)
         for step in _steps(_parsed(rows, path, None), path):
             if step.message is not None and step.message.from_user:
@@ -128,9 +154,9 @@ def replay_jsonl(path: str | Path, policy: Policy | str | None = None) -> Stream
     """
     name = str(path)
     try:
-        with open(name, encoding="utf-8") as handle:
+        with _open(name) as handle:
             torn: list[str] = []
-            rows = _rows(handle)
+            rows = _rows(handle, name)
             header = _header(rows, name)
             if header.mode == "simulate":
                 return None
@@ -199,6 +225,7 @@ def run_paths(
                 try:
                     result = execute(trace, policy)
                 except LoopguardError as exc:  # e.g. a scenario the simulators reject: a bad input like a load error
-                    yield exc if isinstance(exc, TraceError) else TraceError(str(exc), file=trace.path)
+                    yield exc.located(file=trace.path) if isinstance(exc, TraceError) else TraceError(
+                        str(exc), file=trace.path)
                     continue
                 yield result, check(result)
