@@ -267,15 +267,16 @@ def run_suite(
                 root = _corpus(folder, corpus, seed)
                 wall, peak, status = _subprocess_run([str(root)])
                 rows.append(SuiteRow(f"loopguard run, {corpus} files", "run", 1, wall * 1e6, wall * 1e6,
-                                     goal="≤ 1 s", met=wall <= 1.0,
+                                     goal="≤ 1 s for 1,000 files",
+                                     met=wall <= 1.0 if corpus == 1000 else None,
                                      extra={"seconds": round(wall, 3), "peak_rss_mb": round(peak, 1),
                                             "exit": status}))
             if stream:
                 path = _stream_file(folder, stream, seed)
                 wall, peak, status = _subprocess_run([str(path)])
                 rows.append(SuiteRow(f"loopguard run, {stream} events in one JSONL file", "run", 1, wall * 1e6,
-                                     wall * 1e6, goal="< 200 MB peak, ≤ 10 s",
-                                     met=peak < 200 and wall <= 10,
+                                     wall * 1e6, goal="< 200 MB peak, ≤ 10 s for 1M events",
+                                     met=peak < 200 and wall <= 10 if stream == 1_000_000 else None,
                                      extra={"seconds": round(wall, 3), "peak_rss_mb": round(peak, 1),
                                             "exit": status, "file_mb": round(path.stat().st_size / 2**20, 1)}))
     return rows

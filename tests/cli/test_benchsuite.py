@@ -41,7 +41,8 @@ def test_bench_json_has_every_row_and_the_subprocess_rows(capsys: pytest.Capture
     assert rows["load yaml"]["raw_parser_us"] > 0
     for name in ("loopguard run, 3 files", "loopguard run, 300 events in one JSONL file"):
         # the synthetic traces carry no expectations: a run that replays them all exits 0
-        assert rows[name]["exit"] == 0 and rows[name]["peak_rss_mb"] > 0 and isinstance(rows[name]["met"], bool)
+        assert rows[name]["exit"] == 0 and rows[name]["peak_rss_mb"] > 0
+        assert rows[name]["met"] is None  # the goals are for 1,000 files and 1M events, not these sizes
 
 
 def test_the_baseline_counts_consecutive_repeats_by_canonical_arguments() -> None:
