@@ -20,11 +20,12 @@ from tabulate import tabulate
 from .errors import LoopguardError, TraceError
 from .importers import ImportedRun, Importer, Source, available, detect, get, to_trace
 from .redact import Redactor
-from .traceio import dump
+from .traceio import dump, load_file
 
 __all__ = ["add_arguments", "run"]
 
 LOG_SUFFIXES = (".json", ".jsonl", ".traj")
+TRACE_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")  # what `load` reads: a trace's name in any of them
 ORIGINS = ("user", "harness", "agent", "assistant", "system")
 
 
@@ -39,15 +40,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-redact", action="store_true", help="keep secrets as they are (no redaction at all)")
 
 
-def _sources(paths: list[str], pool: list[Importer]) -> Iterator[Source | TraceError]:
-    """Each SRC as a source; a plain folder gives its logs and event folders (sorted, recursively)."""
+def _sources(paths: list[str], pool: list[Importer], out: Path) -> Iterator[Source | TraceError]:
+    """Each SRC as a source; a plain folder gives its logs and event folders (sorted, recursively).
+
+    The output folder is passed over: importing `logs -o logs/traces` twice must not read the traces
+    the first run wrote as logs.
+    """
     for raw in paths:
         path = Path(raw)
         if not path.exists():
             yield TraceError("no such file or folder; expected an agent log, an event folder or a folder of logs",
                              file=raw)
         elif path.is_dir():
-            found = list(_walk(path, pool))
+            found = list(_walk(path, pool, out.resolve()))
             if not found:
                 yield TraceError("no .json, .jsonl or .traj files in this folder", file=raw)
             yield from found
@@ -55,15 +60,17 @@ def _sources(paths: list[str], pool: list[Importer]) -> Iterator[Source | TraceE
             yield Source.from_path(path)
 
 
-def _walk(folder: Path, pool: list[Importer]) -> Iterator[Source]:
+def _walk(folder: Path, pool: list[Importer], out: Path) -> Iterator[Source]:
     """An event folder (one an importer recognises) as one source, else its log files and subfolders."""
+    if folder.resolve() == out:
+        return
     source = Source.from_path(folder)
     if any(imp.sniff(source) for imp in pool):
         yield source
         return
     for child in sorted(folder.iterdir()):
         if child.is_dir():
-            yield from _walk(child, pool)
+            yield from _walk(child, pool, out)
         elif child.name.endswith(LOG_SUFFIXES):
             yield Source.from_path(child)
 
@@ -94,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     notes: list[str] = []
     used: set[str] = set()
     failed = 0
-    for source in _sources(args.sources, pool):
+    for source in _sources(args.sources, pool, out):
         if isinstance(source, TraceError):
             print(f"loopguard: error: {source}", file=sys.stderr)
             failed += 1
@@ -112,9 +119,19 @@ def run(args: argparse.Namespace) -> int:
             failed += 1
             continue
         for r, trace in zip(runs, traces, strict=True):
-            name = _unique(trace.name, used)
-            dump(dataclasses.replace(trace, name=name) if name != trace.name else trace,
-                 out / f"{name}.{args.out_format}")
+            name, replaced = _place(trace.name, source.name, out, used)
+            target = out / f"{name}.{args.out_format}"
+            try:
+                dump(dataclasses.replace(trace, name=name) if name != trace.name else trace, target)
+                for old in replaced:  # the same run written before in another format: one file per trace
+                    if old != target:
+                        old.unlink()
+            except OSError as exc:  # this run cannot be written (a full disk, no permission): the others go on
+                print(f"loopguard: error: {target}: {exc.strerror}", file=sys.stderr)
+                failed += 1
+                continue
+            if name != trace.name:
+                notes.append(f"{name}: note: the name {trace.name} is another run's (in this import or in {out})")
             c = r.counts
             rows.append([name, imp.name, c["calls"], c["failed"], c["rejected"], _messages(c), _unmapped(r)])
             notes += [f"{name}: warning: {w}" for w in r.warnings]
@@ -134,11 +151,42 @@ def _redacted(run: ImportedRun, redactor: Redactor | None) -> ImportedRun:
     return ImportedRun(run.run_id, redactor.value(run.trace), run.warnings, run.unmapped, run.counts)
 
 
-def _unique(name: str, used: set[str]) -> str:
-    """`name`, or `name-2`, `name-3`... when two runs share an id (both are written, neither overwritten)."""
+def _place(name: str, origin: str, out: Path, used: set[str]) -> tuple[str, list[Path]]:
+    """The name to write a run under, and the trace files already in `out` that it replaces.
+
+    `name`, or `name-2`, `name-3`... when the name is taken: by another run of this import, or by a trace
+    in `out` that came from another source (an earlier import of another log, a hand-written trace). A
+    trace that an earlier import wrote from this same source is replaced, whatever its format, so
+    re-running an import refreshes its traces instead of duplicating them.
+    """
     candidate, n = name, 1
-    while candidate in used:
+    while True:
+        if candidate not in used:
+            existing = [p for p in (out / f"{candidate}{s}" for s in TRACE_SUFFIXES) if p.is_file()]
+            if all(_imported_from(p, origin) for p in existing):
+                used.add(candidate)
+                return candidate, existing
         n += 1
         candidate = f"{name}-{n}"
-    used.add(candidate)
-    return candidate
+
+
+def _imported_from(path: Path, origin: str) -> bool:
+    """Whether the trace file at `path` was imported from `origin` (the same file, however it was named)."""
+    try:
+        traces = load_file(path)
+    except (LoopguardError, OSError):
+        return False  # unreadable: not ours to replace
+    for trace in traces:
+        if trace.source.get("kind") != "imported":
+            return False
+        was = str(trace.source.get("origin"))
+        if was != origin and not _same_file(was, origin):
+            return False
+    return True
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return Path(a).samefile(b)
+    except OSError:
+        return False

@@ -4,6 +4,7 @@ still imported)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,72 @@ def test_an_empty_folder_and_a_missing_path_are_errors(tmp_path: Path, capsys: p
     assert err == [f"loopguard: error: {tmp_path / 'empty'}: no .json, .jsonl or .traj files in this folder",
                    f"loopguard: error: {tmp_path / 'missing.json'}: no such file or folder; expected an agent log, "
                    "an event folder or a folder of logs"]
+
+
+def test_run_ids_in_any_script_keep_their_letters(tmp_path: Path) -> None:
+    for n, instance in enumerate(["日本語-タスク", "中文 任务", "ünïcode/1"]):
+        (tmp_path / f"{n}.json").write_text(json.dumps(mini_log(instance)), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["import", str(tmp_path / "0.json"), str(tmp_path / "1.json"), str(tmp_path / "2.json"),
+                     "-o", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["ünïcode-1.yaml", "中文-任务.yaml", "日本語-タスク.yaml"]
+    assert load(out / "中文-任务.yaml").name == "中文-任务"
+
+
+def test_a_run_id_too_long_for_a_file_name_is_cut_and_the_other_sources_still_import(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    long_a, long_b = "x" * 300, "x" * 300 + "b"
+    for name, instance in [("a.json", long_a), ("b.json", long_b), ("good.json", "good")]:
+        (tmp_path / name).write_text(json.dumps(mini_log(instance)), encoding="utf-8")
+    out = tmp_path / "out"
+    args = [str(tmp_path / n) for n in ("a.json", "b.json", "good.json")]
+    assert cli.main(["import", *args, "-o", str(out)]) == 0, capsys.readouterr().err
+    names = sorted(p.stem for p in out.iterdir())
+    assert len(names) == 3 and "good" in names
+    cut = [n for n in names if n != "good"]
+    assert cut[0] != cut[1] and all(n.startswith("x" * 100) and len(n.encode()) <= 120 for n in cut)
+
+
+def test_re_running_an_import_replaces_its_traces_even_in_another_format(tmp_path: Path) -> None:
+    src = tmp_path / "run.json"
+    src.write_text(json.dumps(mini_log("pkg__pkg-1")), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["import", str(src), "-o", str(out)]) == 0
+    assert cli.main(["import", str(src), "-o", str(out)]) == 0
+    assert [p.name for p in out.iterdir()] == ["pkg__pkg-1.yaml"]
+    # the same file named another way is the same source
+    assert cli.main(["import", str(Path(os.path.relpath(src))), "-o", str(out), "--format", "jsonl"]) == 0
+    assert [p.name for p in out.iterdir()] == ["pkg__pkg-1.jsonl"]  # one file per trace: the folder validates
+    assert cli.main(["validate", str(out)]) == 0
+
+
+def test_a_trace_from_another_source_is_never_overwritten(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    hand = out / "mine.yaml"
+    hand.write_text("loopguard: 1\nname: mine\nsteps:\n  - tool: ls\n", encoding="utf-8")
+    first, second, third = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    first.write_text(json.dumps(mini_log("same-id", output="from a")), encoding="utf-8")
+    second.write_text(json.dumps(mini_log("same-id", output="from b")), encoding="utf-8")
+    third.write_text(json.dumps(mini_log("mine")), encoding="utf-8")
+    assert cli.main(["import", str(first), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert cli.main(["import", str(second), str(third), "-o", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["mine-2.yaml", "mine.yaml", "same-id-2.yaml", "same-id.yaml"]
+    assert hand.read_text(encoding="utf-8").endswith("- tool: ls\n")
+    assert load(out / "same-id.yaml").source["origin"] == str(first)
+    assert load(out / "same-id-2.yaml").source["origin"] == str(second)
+    text = capsys.readouterr().out
+    assert f"same-id-2: note: the name same-id is another run's (in this import or in {out})" in text
+    assert cli.main(["validate", str(out)]) == 0
+
+
+def test_an_output_folder_inside_the_logs_folder_is_not_read_as_logs(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.json").write_text(json.dumps(mini_log("a")), encoding="utf-8")
+    out = logs / "traces"
+    for _ in range(2):
+        assert cli.main(["import", str(logs), "-o", str(out), "--format", "jsonl"]) == 0
+    assert [p.name for p in out.iterdir()] == ["a.jsonl"]
