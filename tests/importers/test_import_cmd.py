@@ -227,3 +227,14 @@ def test_an_output_folder_inside_the_logs_folder_is_not_read_as_logs(tmp_path: P
     for _ in range(2):
         assert cli.main(["import", str(logs), "-o", str(out), "--format", "jsonl"]) == 0
     assert [p.name for p in out.iterdir()] == ["a.jsonl"]
+
+
+def test_a_run_that_cannot_be_written_fails_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    (out / "blocked.yaml").mkdir(parents=True)  # a folder where the trace file would go
+    for name in ("blocked", "fine"):
+        (tmp_path / f"{name}.json").write_text(json.dumps(mini_log(name)), encoding="utf-8")
+    assert cli.main(["import", str(tmp_path / "blocked.json"), str(tmp_path / "fine.json"), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"loopguard: error: {out / 'blocked.yaml'}: ")
+    assert (out / "fine.yaml").is_file()
