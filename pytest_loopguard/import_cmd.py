@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import tarfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from .traceio import dump, load_file
 __all__ = ["add_arguments", "run"]
 
 LOG_SUFFIXES = (".json", ".jsonl", ".traj")
+TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
 TRACE_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")  # what `load` reads: a trace's name in any of them
 ORIGINS = ("user", "harness", "agent", "assistant", "system")
 
@@ -56,8 +58,24 @@ def _sources(paths: list[str], pool: list[Importer], out: Path) -> Iterator[Sour
             if not found:
                 yield TraceError("no .json, .jsonl or .traj files in this folder", file=raw)
             yield from found
+        elif raw.endswith(TAR_SUFFIXES):
+            yield from _tar_members(path)
         else:
             yield Source.from_path(path)
+
+
+def _tar_members(path: Path) -> Iterator[Source | TraceError]:
+    """A tarball's log members, read in memory (the calibration corpus is kept packed), like a folder's files."""
+    try:
+        with tarfile.open(path) as tar:
+            found = [Source.from_bytes(f"{path}:{info.name}", fh.read()) for info in tar
+                     if info.isfile() and info.name.endswith(LOG_SUFFIXES) and (fh := tar.extractfile(info))]
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        yield TraceError(f"unreadable archive ({exc}); expected a tar archive of agent logs", file=str(path))
+        return
+    if not found:
+        yield TraceError("no .json, .jsonl or .traj members in this archive", file=str(path))
+    yield from found
 
 
 def _walk(folder: Path, pool: list[Importer], out: Path) -> Iterator[Source]:

@@ -3,8 +3,10 @@ still imported)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -238,3 +240,26 @@ def test_a_run_that_cannot_be_written_fails_alone(tmp_path: Path, capsys: pytest
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"loopguard: error: {out / 'blocked.yaml'}: ")
     assert (out / "fine.yaml").is_file()
+
+
+def test_a_tarball_of_logs_is_read_in_memory_like_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    packed = tmp_path / "runs.tar.gz"
+    with tarfile.open(packed, "w:gz") as tar:
+        for name, data in [("trajs/a.traj.json", json.dumps(mini_log("a"))), ("trajs/b.traj.json",
+                           json.dumps(mini_log("b"))), ("README.txt", "not a log")]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data.encode())
+            tar.addfile(info, io.BytesIO(data.encode()))
+    out = tmp_path / "out"
+    assert cli.main(["import", str(packed), "-o", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["a.yaml", "b.yaml"]
+    assert load(out / "a.yaml").source["origin"] == f"{packed}:trajs/a.traj.json"
+    assert cli.main(["import", str(packed), "-o", str(out), "--format", "jsonl"]) == 0  # re-run: replaced
+    assert sorted(p.name for p in out.iterdir()) == ["a.jsonl", "b.jsonl"]
+    broken = tmp_path / "broken.tgz"
+    broken.write_bytes(packed.read_bytes()[:40])
+    capsys.readouterr()
+    assert cli.main(["import", str(broken), str(tmp_path / "a.traj"), "-o", str(tmp_path / "o2")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith(f"loopguard: error: {broken}: unreadable archive (")
+    assert err[0].endswith("expected a tar archive of agent logs")
