@@ -114,6 +114,9 @@ def run(args: argparse.Namespace) -> int:
             return 2
     redactor = None if args.no_redact else Redactor.configured(args.redact)
     out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        print(f"loopguard: error: {out}: is a file; expected a folder for the traces (-o)", file=sys.stderr)
+        return 2
     out.mkdir(parents=True, exist_ok=True)
     rows: list[list[object]] = []
     notes: list[str] = []

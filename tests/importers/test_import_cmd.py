@@ -263,3 +263,13 @@ def test_a_tarball_of_logs_is_read_in_memory_like_a_folder(tmp_path: Path, capsy
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].startswith(f"loopguard: error: {broken}: unreadable archive (")
     assert err[0].endswith("expected a tar archive of agent logs")
+
+
+def test_an_output_path_that_is_a_file_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "run.json"
+    src.write_text(json.dumps(mini_log("r")), encoding="utf-8")
+    taken = tmp_path / "taken"
+    taken.write_text("notes", encoding="utf-8")
+    assert cli.main(["import", str(src), "-o", str(taken)]) == 2
+    assert capsys.readouterr().err == f"loopguard: error: {taken}: is a file; expected a folder for the traces (-o)\n"
+    assert taken.read_text(encoding="utf-8") == "notes"
