@@ -182,10 +182,11 @@ def _place(name: str, origin: str, out: Path, used: set[str]) -> tuple[str, list
     """
     candidate, n = name, 1
     while True:
-        if candidate not in used:
+        # names differing only in case are one file on macOS and Windows: keep the corpus portable
+        if candidate.casefold() not in used:
             existing = [p for p in (out / f"{candidate}{s}" for s in TRACE_SUFFIXES) if p.is_file()]
             if all(_imported_from(p, origin) for p in existing):
-                used.add(candidate)
+                used.add(candidate.casefold())
                 return candidate, existing
         n += 1
         candidate = f"{name}-{n}"

@@ -273,3 +273,12 @@ def test_an_output_path_that_is_a_file_is_one_clear_line(tmp_path: Path, capsys:
     assert cli.main(["import", str(src), "-o", str(taken)]) == 2
     assert capsys.readouterr().err == f"loopguard: error: {taken}: is a file; expected a folder for the traces (-o)\n"
     assert taken.read_text(encoding="utf-8") == "notes"
+
+
+def test_run_ids_differing_only_in_case_get_distinct_files(tmp_path: Path) -> None:
+    for instance in ("Repo-1", "repo-1"):
+        (tmp_path / f"{instance}.src.json").write_text(json.dumps(mini_log(instance)), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["import", str(tmp_path / "Repo-1.src.json"), str(tmp_path / "repo-1.src.json"),
+                     "-o", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["Repo-1.yaml", "repo-1-2.yaml"]
