@@ -113,9 +113,13 @@ def test_run_reports_every_bad_file_and_exits_2(tmp_path: Path, capsys: pytest.C
     assert errors == [
         f"error: {step}:5: step 0: field 'argz': unknown key 'argz'; "
         "expected one of agent, args, expect, result, source, t, tool",
-        f"error: {version}:1: field 'loopguard': missing 'loopguard' (the trace format version; expected 1)",
     ]
+    # without a top-level `loopguard` key a file in a folder is no trace at all: skipped, and said so
+    assert f"skipped: {version} is not a trace (no top-level 'loopguard' key): skipped" in err.splitlines()
     assert "passing" in out  # the good trace is still replayed and shown
+    status, _, err = run(capsys, "validate", str(version))  # named on its own, it must be a trace
+    assert status == 2
+    assert f"error: {version}:1: field 'loopguard': missing 'loopguard' (the trace format version; expected 1)" in err
 
 
 def test_run_defaults_to_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -236,10 +240,11 @@ def test_validate_reports_every_bad_file(tmp_path: Path, capsys: pytest.CaptureF
     dup = write(tmp_path, "sub/d_dup.yaml", clicks(1, "passing"))
     status, out, err = run(capsys, "validate", str(tmp_path))
     assert status == 2
-    bad = [line.split(":")[1].strip() for line in err.splitlines()]
-    assert bad == [str(step), str(version), str(dup)]
+    bad = [line.split(":")[1].strip() for line in err.splitlines() if line.startswith("error:")]
+    assert bad == [str(step), str(dup)]
     assert "duplicate trace name 'passing'" in err
-    assert out.strip() == "1 traces in 1 files ok, 3 bad"
+    assert f"skipped: {version} is not a trace (no top-level 'loopguard' key): skipped" in err.splitlines()
+    assert out.strip() == "1 traces in 1 files ok, 2 bad"
 
 
 def test_validate_all_good(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -261,7 +266,8 @@ def test_presets_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
     header = out.splitlines()[0].split()
     assert header[0] == "setting"
     assert set(header[1:]) == {"browser-use", "claw-code", "default", "hermes", "hermes-current", "openchrome",
-                               "qa-agent", "spacebot-branch", "spacebot-channel", "spacebot-worker"}
+                               "qa-agent", "spacebot-branch", "spacebot-channel", "spacebot-worker",
+                               "openhands", "openhands-sdk", "gemini-cli", "gemini-cli-2026-06", "roo", "goose"}
     rows = table_rows(out)
     column = {name: i for i, name in enumerate(header[1:])}
     warn_at = rows["loop_guard.warn_at"]
@@ -271,6 +277,13 @@ def test_presets_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
     assert rows["failure_tracker.max_failures"][column["browser-use"]] == "5"
     assert rows["budget.max_observation_streak"][column["openchrome"]] == "6"
     assert rows["budget.max_tool_calls"][column["openchrome"]] == "null"
+    assert [warn_at[column[p]] for p in ("roo", "goose")] == ["null", "null"]
+    assert [rows["loop_guard.block_at"][column[p]] for p in ("roo", "goose")] == ["4", "3"]
+    assert [rows["loop_guard.identity"][column[p]] for p in ("roo", "goose")] == ["top_sorted_js", "sorted_typed"]
+    detector = rows["stuck_detector.detector"]
+    assert [detector[column[p]] for p in ("openhands", "openhands-sdk", "gemini-cli", "gemini-cli-2026-06")] == [
+        "openhands", "openhands_sdk", "gemini", "gemini"]
+    assert detector[column["default"]] == "—"
 
 
 def test_presets_named_and_alias(capsys: pytest.CaptureFixture[str]) -> None:
