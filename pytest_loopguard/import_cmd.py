@@ -127,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"loopguard: error: {source}", file=sys.stderr)
             failed += 1
             continue
+        imp = None
         try:
             imp = get(args.fmt, pool) if args.fmt else detect(source, pool)
             runs = list(imp.convert(source))
@@ -137,6 +138,14 @@ def run(args: argparse.Namespace) -> int:
             continue
         except OSError as exc:  # unreadable file or event folder: this source fails, the others go on
             print(f"loopguard: error: {exc.filename or source.name}: {exc.strerror}", file=sys.stderr)
+            failed += 1
+            continue
+        except Exception as exc:
+            # importers are plugins (third-party code among them): one that trips over an odd log is a bug
+            # to report, but it must not cost the user the other sources or end in a traceback
+            which = f"the {imp.name} importer" if imp is not None else "format detection"
+            print(f"loopguard: error: {source.name}: {which} failed on this file ({type(exc).__name__}: {exc}); "
+                  "this is a bug in the importer, please report it", file=sys.stderr)
             failed += 1
             continue
         for r, trace in zip(runs, traces, strict=True):

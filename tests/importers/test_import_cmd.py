@@ -7,12 +7,14 @@ import io
 import json
 import os
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from planted_secrets import USER_RULE, assert_no_planted_secret, planted_payload
 
-from pytest_loopguard import cli
+from pytest_loopguard import cli, import_cmd
+from pytest_loopguard.importers import ImportedRun, Importer, Source, available
 from pytest_loopguard.traceio import load
 
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -282,3 +284,31 @@ def test_run_ids_differing_only_in_case_get_distinct_files(tmp_path: Path) -> No
     assert cli.main(["import", str(tmp_path / "Repo-1.src.json"), str(tmp_path / "repo-1.src.json"),
                      "-o", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["Repo-1.yaml", "repo-1-2.yaml"]
+
+
+class Crashing(Importer):
+    """An importer with a bug: it recognises `{"crash": ...}` files and then fails on them."""
+
+    name = "crashing"
+    description = "a buggy plugin importer"
+
+    def sniff(self, source: Source) -> bool:
+        return isinstance(source.parsed, dict) and "crash" in source.parsed
+
+    def convert(self, source: Source) -> Iterator[ImportedRun]:
+        yield from source.parsed["crash"]  # an int here: TypeError
+
+
+def test_an_importer_that_crashes_costs_only_its_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(import_cmd, "available", lambda: [*available(), Crashing()])
+    odd = tmp_path / "odd.json"
+    odd.write_text('{"crash": 5}', encoding="utf-8")
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(mini_log("good")), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["import", str(odd), str(good), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"loopguard: error: {odd}: the crashing importer failed on this file (TypeError: 'int' object "
+                   "is not iterable); this is a bug in the importer, please report it\n")
+    assert [p.name for p in out.iterdir()] == ["good.yaml"]
