@@ -122,11 +122,17 @@ def run(args: argparse.Namespace) -> int:
     notes: list[str] = []
     used: set[str] = set()
     failed = 0
+    seen: set[str] = set()
     for source in _sources(args.sources, pool, out):
         if isinstance(source, TraceError):
             print(f"loopguard: error: {source}", file=sys.stderr)
             failed += 1
             continue
+        # a file named twice (or named and inside a named folder) is one source: its runs once, not `-2` copies
+        key = str(source.path.resolve()) if source.path is not None else source.name
+        if key in seen:
+            continue
+        seen.add(key)
         imp = None
         try:
             imp = get(args.fmt, pool) if args.fmt else detect(source, pool)

@@ -312,3 +312,14 @@ def test_an_importer_that_crashes_costs_only_its_file(
     assert err == (f"loopguard: error: {odd}: the crashing importer failed on this file (TypeError: 'int' object "
                    "is not iterable); this is a bug in the importer, please report it\n")
     assert [p.name for p in out.iterdir()] == ["good.yaml"]
+
+
+def test_a_file_named_twice_or_also_inside_a_named_folder_is_imported_once(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    src = logs / "a.json"
+    src.write_text(json.dumps(mini_log("a")), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["import", str(src), str(logs), str(tmp_path / "logs" / ".." / "logs" / "a.json"),
+                     "-o", str(out)]) == 0
+    assert [p.name for p in out.iterdir()] == ["a.yaml"]
