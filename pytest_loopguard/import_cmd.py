@@ -19,7 +19,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from .errors import LoopguardError, TraceError
-from .importers import ImportedRun, Importer, Source, available, detect, get, to_trace
+from .importers import ImportedRun, Importer, Source, available, detect, get, to_trace, trace_name
 from .redact import Redactor
 from .traceio import dump, load_file
 
@@ -136,8 +136,8 @@ def run(args: argparse.Namespace) -> int:
         imp = None
         try:
             imp = get(args.fmt, pool) if args.fmt else detect(source, pool)
-            runs = list(imp.convert(source))
-            traces = [to_trace(_redacted(r, redactor), source.name) for r in runs]
+            runs = [_redacted(r, redactor) for r in imp.convert(source)]
+            traces = [to_trace(r, source.name) for r in runs]
         except LoopguardError as exc:
             print(f"loopguard: error: {exc}", file=sys.stderr)
             failed += 1
@@ -182,9 +182,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _redacted(run: ImportedRun, redactor: Redactor | None) -> ImportedRun:
+    """The run with secrets replaced everywhere it shows: the trace, its name (also the file name), and the
+    warnings and unmapped items printed under the table (CI logs keep them)."""
     if redactor is None:
         return run
-    return ImportedRun(run.run_id, redactor.value(run.trace), run.warnings, run.unmapped, run.counts)
+    trace = redactor.value(run.trace)
+    run_id = redactor.text(run.run_id)
+    # the name is made from the raw id, whose separators became `-`: a key glued on that way is no longer
+    # recognised, so the name is made again from the redacted id (placeholders' `<:>` become `-` too)
+    trace["name"] = trace_name(run_id if run.trace.get("name") == trace_name(run.run_id) else trace["name"])
+    return ImportedRun(run_id, trace, redactor.value(run.warnings), redactor.value(run.unmapped), run.counts)
 
 
 def _place(name: str, origin: str, out: Path, used: set[str]) -> tuple[str, list[Path]]:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from planted_secrets import USER_RULE, assert_no_planted_secret, planted_payload
+from planted_secrets import PLANTED, USER_RULE, assert_no_planted_secret, planted_payload
 
 from pytest_loopguard import cli, import_cmd
 from pytest_loopguard.importers import ImportedRun, Importer, Source, available
@@ -323,3 +323,21 @@ def test_a_file_named_twice_or_also_inside_a_named_folder_is_imported_once(tmp_p
     assert cli.main(["import", str(src), str(logs), str(tmp_path / "logs" / ".." / "logs" / "a.json"),
                      "-o", str(out)]) == 0
     assert [p.name for p in out.iterdir()] == ["a.yaml"]
+
+
+def test_no_planted_secret_survives_in_file_names_or_the_printed_table(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    key = PLANTED["openai-key"]
+    log = {"trajectory_format": "mini-swe-agent-1.1", "instance_id": f"run {key}", "info": {}, "messages": [
+        {"role": "user", "content": "task"},
+        {"role": "tool", "tool_call_id": key, "content": "<returncode>0</returncode>"},  # an orphan: a warning
+    ]}
+    src = tmp_path / "s.json"
+    src.write_text(json.dumps(log), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["import", str(src), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "orphan result for call id <redacted:openai-key:1>" in printed
+    (written,) = out.iterdir()
+    assert written.name == "run-redacted-openai-key-1.yaml"
+    assert_no_planted_secret(printed + written.name + written.read_text(encoding="utf-8"))
