@@ -15,11 +15,13 @@ import tarfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from tabulate import tabulate
 
 from .errors import LoopguardError, TraceError
 from .importers import ImportedRun, Importer, Source, available, detect, get, to_trace, trace_name
+from .limits import MAX_FILE_BYTES, MAX_LOG_BYTES, MAX_STRING
 from .redact import Redactor
 from .traceio import dump, load_file
 
@@ -61,15 +63,23 @@ def _sources(paths: list[str], pool: list[Importer], out: Path) -> Iterator[Sour
         elif raw.endswith(TAR_SUFFIXES):
             yield from _tar_members(path)
         else:
-            yield Source.from_path(path)
+            yield Source.from_path(path, MAX_LOG_BYTES)
 
 
 def _tar_members(path: Path) -> Iterator[Source | TraceError]:
     """A tarball's log members, read in memory (the calibration corpus is kept packed), like a folder's files."""
+    found: list[Source | TraceError] = []
     try:
         with tarfile.open(path) as tar:
-            found = [Source.from_bytes(f"{path}:{info.name}", fh.read()) for info in tar
-                     if info.isfile() and info.name.endswith(LOG_SUFFIXES) and (fh := tar.extractfile(info))]
+            for info in tar:
+                if not (info.isfile() and info.name.endswith(LOG_SUFFIXES)):
+                    continue
+                name = f"{path}:{info.name}"
+                fh = tar.extractfile(info)
+                if info.size > MAX_LOG_BYTES or fh is None:  # the bound a log file on disk has
+                    found.append(TraceError(f"file too large: {info.size} bytes; at most {MAX_LOG_BYTES}", file=name))
+                else:
+                    found.append(Source.from_bytes(name, fh.read()))
     except (tarfile.TarError, EOFError, OSError) as exc:
         yield TraceError(f"unreadable archive ({exc}); expected a tar archive of agent logs", file=str(path))
         return
@@ -90,7 +100,7 @@ def _walk(folder: Path, pool: list[Importer], out: Path) -> Iterator[Source]:
         if child.is_dir():
             yield from _walk(child, pool, out)
         elif child.name.endswith(LOG_SUFFIXES):
-            yield Source.from_path(child)
+            yield Source.from_path(child, MAX_LOG_BYTES)
 
 
 def _messages(counts: Counter[str]) -> str:
@@ -136,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         imp = None
         try:
             imp = get(args.fmt, pool) if args.fmt else detect(source, pool)
-            runs = [_redacted(r, redactor) for r in imp.convert(source)]
+            runs = [_fitted(_redacted(r, redactor)) for r in imp.convert(source)]
             traces = [to_trace(r, source.name) for r in runs]
         except LoopguardError as exc:
             print(f"loopguard: error: {exc}", file=sys.stderr)
@@ -159,6 +169,13 @@ def run(args: argparse.Namespace) -> int:
             target = out / f"{name}.{args.out_format}"
             try:
                 dump(dataclasses.replace(trace, name=name) if name != trace.name else trace, target)
+                if target.stat().st_size > MAX_FILE_BYTES:  # `load` would refuse it: write no trace it refuses
+                    size = target.stat().st_size
+                    target.unlink()
+                    print(f"loopguard: error: {source.name}: run {name} gives a trace of {size} bytes; a trace file "
+                          f"holds at most {MAX_FILE_BYTES}", file=sys.stderr)
+                    failed += 1
+                    continue
                 for old in replaced:  # the same run written before in another format: one file per trace
                     if old != target:
                         old.unlink()
@@ -192,6 +209,29 @@ def _redacted(run: ImportedRun, redactor: Redactor | None) -> ImportedRun:
     # recognised, so the name is made again from the redacted id (placeholders' `<:>` become `-` too)
     trace["name"] = trace_name(run_id if run.trace.get("name") == trace_name(run.run_id) else trace["name"])
     return ImportedRun(run_id, trace, redactor.value(run.warnings), redactor.value(run.unmapped), run.counts)
+
+
+def _fitted(run: ImportedRun) -> ImportedRun:
+    """The run with every string longer than a trace holds (MAX_STRING) cut to that length, and a warning
+    saying so: a 20 MB command output must not make the whole run a trace that `load` refuses."""
+    cut: list[int] = []
+
+    def fit(value: Any) -> Any:
+        if isinstance(value, str) and len(value) > MAX_STRING:
+            cut.append(len(value))
+            return value[:MAX_STRING]
+        if isinstance(value, dict):
+            return {k: fit(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fit(v) for v in value]
+        return value
+
+    fitted = fit(run.trace)
+    if not cut:
+        return run
+    warning = (f"{len(cut)} string(s) longer than {MAX_STRING} characters (the longest {max(cut)}) cut to "
+               f"{MAX_STRING}, the longest a trace holds")
+    return ImportedRun(run.run_id, fitted, [*run.warnings, warning], run.unmapped, run.counts)
 
 
 def _place(name: str, origin: str, out: Path, used: set[str]) -> tuple[str, list[Path]]:

@@ -46,10 +46,12 @@ class Source:
         self._read = read
 
     @classmethod
-    def from_path(cls, path: str | Path) -> Source:
+    def from_path(cls, path: str | Path, limit: int | None = None) -> Source:
+        """A file read lazily, refused above `limit` bytes (default: a trace file's bound; importing passes
+        MAX_LOG_BYTES, as logs are bigger)."""
         p = Path(path)
         # a regular file of bounded size only: a FIFO would block, a link to /dev/zero never end
-        return cls(str(path), lambda: read_bytes(p), path=p)
+        return cls(str(path), lambda: read_bytes(p, limit), path=p)
 
     @classmethod
     def from_bytes(cls, name: str, data: bytes) -> Source:

@@ -15,6 +15,7 @@ from planted_secrets import PLANTED, USER_RULE, assert_no_planted_secret, plante
 
 from pytest_loopguard import cli, import_cmd
 from pytest_loopguard.importers import ImportedRun, Importer, Source, available
+from pytest_loopguard.limits import MAX_FILE_BYTES, MAX_STRING
 from pytest_loopguard.traceio import load
 
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -341,3 +342,44 @@ def test_no_planted_secret_survives_in_file_names_or_the_printed_table(
     (written,) = out.iterdir()
     assert written.name == "run-redacted-openai-key-1.yaml"
     assert_no_planted_secret(printed + written.name + written.read_text(encoding="utf-8"))
+
+
+def test_a_log_bigger_than_a_trace_file_imports_and_its_traces_load(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Logs are bounded by MAX_LOG_BYTES, not by a trace's MAX_FILE_BYTES; a string longer than a trace
+    holds is cut to MAX_STRING with a warning, so `validate` accepts what `import` writes."""
+    size = MAX_FILE_BYTES + 1024
+    src = tmp_path / "big.json"
+    src.write_text(json.dumps(mini_log("big", command="cat big.txt", output="y" * size)), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["import", str(src), "-o", str(out), "--format", "jsonl"]) == 0
+    text = capsys.readouterr().out
+    longest = size + len("<returncode>0</returncode>\n<output>\n\n</output>")  # mini_log's reply around it
+    assert (f"big: warning: 1 string(s) longer than {MAX_STRING} characters (the longest {longest}) cut to "
+            f"{MAX_STRING}, the longest a trace holds") in text
+    assert cli.main(["validate", str(out)]) == 0
+    result = next(s for s in load(out / "big.jsonl").steps if s.kind == "tool").result
+    assert result is not None and result.text is not None and len(result.text) == MAX_STRING
+
+
+def test_a_run_too_big_for_one_trace_file_is_an_error_and_leaves_no_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(import_cmd, "MAX_FILE_BYTES", 2000)
+    small, large = tmp_path / "small.json", tmp_path / "large.json"
+    small.write_text(json.dumps(mini_log("small")), encoding="utf-8")
+    large.write_text(json.dumps(mini_log("large", output="z" * 3000)), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["import", str(large), str(small), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"loopguard: error: {large}: run large gives a trace of ")
+    assert err.endswith(" bytes; a trace file holds at most 2000\n")
+    assert [p.name for p in out.iterdir()] == ["small.yaml"]
+
+
+def test_a_log_above_the_log_bound_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(import_cmd, "MAX_LOG_BYTES", 100)
+    src = tmp_path / "run.json"
+    src.write_text(json.dumps(mini_log("r")), encoding="utf-8")
+    assert cli.main(["import", str(src), "-o", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.startswith(f"loopguard: error: {src}: file too large: ")
