@@ -7,6 +7,7 @@
     loopguard matrix PATHS --policies a,b [--json]         first intervention per trace and policy
     loopguard simulate FILE [-o OUT] [--policy P] [--json] run a scenario and record its trace
     loopguard bench [--events N] [--policy P...] [--seed S] replay speed per preset
+    loopguard eval PATHS [--labels F] [--policy P...]      score policies on labelled real runs (eval_cmd)
 
 Bad input (a malformed trace, an unknown preset) is reported in a line or two without a traceback and
 exits 2.
@@ -331,6 +332,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--events", type=int, default=20000, help="events per preset (default 20000)")
     p.add_argument("--policy", action="append", metavar="P", help="a preset or policy file; repeatable")
     p.add_argument("--seed", type=int, default=0)
+
+    from .eval_cmd import add_parser as add_eval  # the command's body lives in its own module
+
+    add_eval(add)
     return parser
 
 

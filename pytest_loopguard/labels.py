@@ -8,7 +8,7 @@ of `corpus/real/labels.yaml` for what counts as a call). Loading is strict: ever
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, final
@@ -27,6 +27,7 @@ EXPECTS: Final = ("flag", "tolerate")
 OUTCOMES: Final = ("resolved", "failed", "unknown")
 _RUN_KEYS: Final = ("file", "row", "format", "outcome", "calls", "healthy", "loops", "converter", "note")
 _LOOP_KEYS: Final = ("from", "to", "shape", "expect", "recovered", "anchors", "note")
+_Fail = Callable[..., "LabelsError"]
 
 try:
     _Loader: Any = yaml.CSafeLoader
@@ -115,21 +116,21 @@ def _entry_lines(text: str) -> list[int]:
     return []
 
 
-def _int(raw: Mapping[str, Any], key: str, fail: Any, minimum: int = 0) -> int:
+def _int(raw: Mapping[str, Any], key: str, fail: _Fail, minimum: int = 0) -> int:
     value = raw.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise fail(f"expected an integer >= {minimum}, got {value!r}", key)
     return value
 
 
-def _choice(raw: Mapping[str, Any], key: str, choices: tuple[str, ...], fail: Any) -> str:
+def _choice(raw: Mapping[str, Any], key: str, choices: tuple[str, ...], fail: _Fail) -> str:
     value = raw.get(key)
     if value not in choices:
         raise fail(f"expected one of {', '.join(choices)}, got {value!r}", key)
     return str(value)
 
 
-def _loop(raw: Any, i: int, fail: Any) -> LoopLabel:
+def _loop(raw: Any, i: int, fail: _Fail) -> LoopLabel:
     def lfail(problem: str, key: str | None = None) -> LabelsError:
         return fail(problem, f"loops[{i}]" + (f".{key}" if key else ""))
 
