@@ -22,7 +22,7 @@ import pluggy
 from . import hookspecs
 from .conversation import Entry, PromptView, Transcript, chars_over_four
 from .engines import Engine, registry
-from .model import Action, Done, LLMCall, Message, Task, ToolCall, ToolResult, Verdict, combine
+from .model import Action, Done, LLMCall, Message, Rejected, Task, ToolCall, ToolResult, Verdict, combine
 from .policy import Policy
 from .tools import Classifier, Kind
 
@@ -352,6 +352,16 @@ class Guard:
         self.run.transcript.append(entry)
         self.run.view.append(entry)
         return self._decide(self.hook.loopguard_message(message=message))
+
+    def rejected(self, rejected: Rejected) -> Decision:
+        """A model turn the harness refused: the previous turn ends, the turn's model usage counts as a
+        model call's, and engines hear of it through `loopguard_rejected`. No turn starts: nothing ran."""
+        self.end_turn()
+        verdicts: tuple[Verdict, ...] = ()
+        if rejected.llm is not None:
+            verdicts += self.before_llm(rejected.llm).verdicts + self.llm_result(rejected.llm).verdicts
+        verdicts += self._decide(self.hook.loopguard_rejected(rejected=rejected)).verdicts
+        return Decision(combine(verdicts), verdicts) if verdicts else ALLOW
 
     def done(self, done: Done) -> Decision:
         return self._decide(self.hook.loopguard_done(done=done))

@@ -203,7 +203,7 @@ class FailureTracker(Engine):
     @hookimpl
     def loopguard_message(self, message: Message) -> None:
         # Hermes counts per user prompt: a new user message starts the guardrails afresh
-        if self.settings.guardrails and message.role == "user":
+        if self.settings.guardrails and message.from_user:
             self.exact_failures.clear()
             self.tool_failures.clear()
             self.no_progress.clear()

@@ -111,7 +111,7 @@ def test_run_reports_every_bad_file_and_exits_2(tmp_path: Path, capsys: pytest.C
     assert status == 2
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert errors == [
-        f"error: {step}:5: step 0: field 'argz': unknown key 'argz'; expected one of args, expect, result, t, tool",
+        f"error: {step}:5: step 0: field 'argz': unknown key 'argz'; expected one of agent, args, expect, result, source, t, tool",
         f"error: {version}:1: field 'loopguard': missing 'loopguard' (the trace format version; expected 1)",
     ]
     assert "passing" in out  # the good trace is still replayed and shown
@@ -224,7 +224,7 @@ def test_replay_of_a_malformed_file_is_one_line(tmp_path: Path, capsys: pytest.C
     status, out, err = run(capsys, "replay", str(path))
     assert status == 2 and out == ""
     assert err.strip() == (f"loopguard: error: {path}:5: step 0: field 'argz': unknown key 'argz'; "
-                           "expected one of args, expect, result, t, tool")
+                           "expected one of agent, args, expect, result, source, t, tool")
 
 
 # ---- validate ----------------------------------------------------------------------------------------
