@@ -166,7 +166,7 @@ class _EngineManager(pluggy.PluginManager):
 _EVENT_HOOKS = (
     "loopguard_turn_start", "loopguard_before_call", "loopguard_after_call", "loopguard_turn_end",
     "loopguard_before_llm", "loopguard_llm_result", "loopguard_compacted", "loopguard_phase",
-    "loopguard_message", "loopguard_done",
+    "loopguard_message", "loopguard_done", "loopguard_rejected",
 )
 
 
