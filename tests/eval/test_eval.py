@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from eval_corpus import LABELS, write_corpus
 
 from pytest_loopguard.eval import events, match_labels, score_policy
 from pytest_loopguard.evalruns import call_count, load_runs
@@ -15,8 +16,6 @@ from pytest_loopguard.labels import LabelsError, load_labels
 from pytest_loopguard.policy import resolve_policy
 from pytest_loopguard.replay import replay
 from pytest_loopguard.traceio import loads
-
-from eval_corpus import LABELS, write_corpus
 
 
 @pytest.fixture
