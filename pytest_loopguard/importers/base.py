@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -87,6 +88,16 @@ class Source:
                              file=self.name, line=exc.lineno) from None
 
     @cached_property
+    def parsed(self) -> Any:
+        """`document`, or None when the text is not one JSON value (for `sniff`: never raises)."""
+        if self.is_dir:
+            return None
+        try:
+            return self.document
+        except TraceError:
+            return None
+
+    @cached_property
     def rows(self) -> tuple[Row, ...]:
         """The file parsed as JSONL (blank lines skipped); a `TraceError` naming the first bad line."""
         out = []
@@ -121,6 +132,8 @@ class ImportedRun:
     trace: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     unmapped: list[str] = field(default_factory=list)
+    # calls, rejected, failed, messages.<origin>: what the import table shows
+    counts: Counter[str] = field(default_factory=Counter)
 
 
 class Importer:

@@ -18,7 +18,9 @@ ENTRY_POINT_GROUP = "loopguard.importers"
 
 def builtin_importers() -> list[Importer]:
     """The importers that ship with pytest-loopguard, in detection order."""
-    return []
+    from .mini_swe_agent import MiniSweAgent1, MiniSweAgent11
+
+    return [MiniSweAgent1(), MiniSweAgent11()]
 
 
 def available(plugins: Iterable[object] = ()) -> list[Importer]:
@@ -56,6 +58,8 @@ def detect(source: Source, importers: list[Importer]) -> Importer:
     for imp in importers:
         if imp.sniff(source):
             return imp
+    if not source.is_dir and source.head[:1] in ("{", "[") and source.parsed is None and not source.is_jsonl:
+        _ = source.document  # raises the parse error: a truncated or broken JSON file, named with its line
     known = ", ".join(i.name for i in importers)
     raise TraceError(f"no importer recognises this file; expected an agent log in one of: {known} "
                      "(or name the format with --from)", file=source.name)
