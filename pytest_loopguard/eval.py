@@ -13,9 +13,11 @@ other step counts at the next call). For each policy:
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final, final
 
 from .evalruns import CALL_KINDS, Run, call_count
@@ -244,14 +246,14 @@ def match_labels(labels: Labels, runs: Sequence[Run]) -> dict[int, RunLabel]:
     Raises `LabelsError` naming the entry for a run that is not there, a file holding several runs
     without a `row`, or a range past the run's end.
     """
-    base = labels.base.resolve()
+    base = labels.base.absolute()  # not resolve(): a folder of symlinks to the corpus names the links
     by_key: dict[tuple[str, int], int] = {}
     rows: dict[str, int] = {}
     for i, run in enumerate(runs):
         if run.member is not None:
             continue
         try:
-            rel = run.file.resolve().relative_to(base).as_posix()
+            rel = Path(os.path.normpath(run.file.absolute())).relative_to(os.path.normpath(base)).as_posix()
         except ValueError:
             continue
         by_key[(rel, run.row)] = i
