@@ -61,7 +61,9 @@ def tar_traces(tar_path: str | Path, fmt: str | None = None,
                members: Iterable[str] | None = None) -> Iterator[tuple[str, Trace]]:
     """(member name, trace) for each JSON member of a tarball, read in memory (nothing unpacked to disk).
 
-    `members` limits it to those names. Each member is detected separately unless `fmt` is given.
+    `members` limits it to those names. Each member is detected separately unless `fmt` is given. Without
+    `members`, a valid JSON member that no importer recognises (e.g. the calibration corpus's
+    `resolved.json`) is passed over; with `members`, it is an error like any other.
     """
     wanted = set(members) if members is not None else None
     pool = available()
@@ -76,5 +78,12 @@ def tar_traces(tar_path: str | Path, fmt: str | None = None,
                 raise TraceError("unreadable tar member", file=f"{tar_path}:{info.name}")
             data = fh.read()
             src = Source.from_bytes(f"{tar_path}:{info.name}", data)
-            for run in import_runs(src, fmt, pool):
+            if fmt is None and wanted is None and src.parsed is not None:
+                try:
+                    imp = detect(src, pool)
+                except TraceError:
+                    continue
+            else:
+                imp = get(fmt, pool) if fmt else detect(src, pool)
+            for run in imp.convert(src):
                 yield info.name, to_trace(run, src.name)
