@@ -1,18 +1,16 @@
 """`loopguard eval` as a command: the side-by-side table, --json, --markdown, --sweep, and bad input as one
-line with exit 2. The corpus and its expected verdicts are in tests/eval/eval_corpus.py."""
+line with exit 2. The corpus and its expected verdicts are in eval_corpus.py."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from eval_corpus import LABELS, write_corpus
 
 from pytest_loopguard import cli
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))
-from eval_corpus import LABELS, write_corpus  # noqa: E402
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
