@@ -12,7 +12,6 @@ from eval_corpus import LABELS, write_corpus
 from pytest_loopguard import cli
 
 
-
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     status = cli.main(list(argv))
     out, err = capsys.readouterr()
