@@ -35,7 +35,7 @@ from ..model import ToolCall, ToolResult, Verdict
 from .base import Engine, EngineSettings
 
 if TYPE_CHECKING:
-    from ..model import Message
+    from ..model import Message, Rejected
     from ..runtime import RunContext, Turn
 
 __all__ = ["ENGINE", "FailureTracker", "Settings", "action_identity"]
@@ -61,6 +61,7 @@ class Settings(EngineSettings):
     exact_failure_block_at: int | None = None  # opt-in: 5
     same_tool_failure_stop_at: int | None = None  # opt-in: 8
     no_progress_block_at: int | None = None  # opt-in: 5
+    rejected_warn_at: int | None = None  # default: warn at this many rejected turns in a row (never a stop)
 
 
 NAME: Final = "failure_tracker"
@@ -135,6 +136,8 @@ class FailureTracker(Engine):
         self.exact_failures: dict[str, int] = {}
         self.tool_failures: dict[str, int] = {}
         self.no_progress: dict[str, tuple[str, int]] = {}  # signature -> (last result text, chain)
+        # rejected turns in a row (any accepted call ends the streak)
+        self.rejected_streak = 0
 
     # ---- turns -------------------------------------------------------------------------------------
     @hookimpl
@@ -186,6 +189,7 @@ class FailureTracker(Engine):
         s = self.settings
         failed = not blocked and result is not None and not result.ok
         verdicts: list[Verdict] = []
+        self.rejected_streak = 0
         if s.max_failures is not None:
             turn_verdict = self._count_turn(blocked, failed)
             if turn_verdict is not None:
@@ -207,6 +211,26 @@ class FailureTracker(Engine):
             self.exact_failures.clear()
             self.tool_failures.clear()
             self.no_progress.clear()
+
+    # ---- rejected turns ----------------------------------------------------------------------------
+    @hookimpl
+    def loopguard_rejected(self, rejected: Rejected) -> Verdict | None:
+        n = self.settings.rejected_warn_at
+        if n is None:
+            return None
+        self.rejected_streak += 1
+        count = self.rejected_streak
+        # a warning at n rejections in a row and again every n more: never a stop, since resolved runs
+        # hold streaks of 46 (corpus/real) and the harness's own reply already repeats what it wants
+        if count < n or (count - n) % n:
+            return None
+        return Verdict(
+            NAME, "warn", "failure_tracker.rejected_streak",
+            f"Your last {count} replies were rejected without running anything. The harness said: "
+            f"\"{rejected.reason}\" Reply in exactly the form it asks for (for example one action, in the "
+            "expected format) instead of another reply like the last ones.",
+            {"count": count, "warn_at": n, "reason": rejected.reason},
+        )
 
     # ---- failed turns ------------------------------------------------------------------------------
     def _count_turn(self, blocked: bool, failed: bool) -> Verdict | None:
