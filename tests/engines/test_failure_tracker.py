@@ -484,3 +484,34 @@ def test_guard_message_reaches_the_engine() -> None:
 def test_engine_module_does_not_import_pytest() -> None:
     source = Path(failure_tracker.__file__).read_text(encoding="utf-8")
     assert "import pytest" not in source and "from pytest " not in source
+
+
+# ---- rejected turns (default) ------------------------------------------------------------------------
+def rejected(reason: str = "Please always provide EXACTLY ONE action in triple backticks, found 2 actions.",
+             ) -> dict[str, Any]:
+    return {"rejected": {"reason": reason}}
+
+
+def test_rejected_streak_warns_at_the_threshold_and_every_as_many_more_never_stops() -> None:
+    steps = [ok("bash", command="ls"), *[rejected() for _ in range(9)], ok("bash", command="ls"),
+             *[rejected() for _ in range(3)]]
+    r = run(policy("default", rejected_warn_at=4, max_failures=None), steps)
+    streak = ["allow"] * 3 + ["warn rejected_streak"] + ["allow"] * 3 + ["warn rejected_streak", "allow"]
+    assert timeline(r) == ["allow", *streak, "allow", "allow", "allow", "allow"]  # an accepted call resets
+    assert r.outcome == "incomplete"
+    v = verdict(r, 4)
+    assert v.data == {"count": 4, "warn_at": 4,
+                      "reason": "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."}
+    # the message names how many, quotes what the harness asked for, and says what to do instead
+    assert "Your last 4 replies were rejected" in v.message
+    assert "found 2 actions." in v.message and "Reply in exactly the form it asks for" in v.message
+    assert verdict(r, 8).data["count"] == 8
+
+
+def test_rejected_streak_is_off_unless_set() -> None:
+    steps = [rejected() for _ in range(12)]
+    assert timeline(run(policy("default", rejected_warn_at=None), steps)) == ["allow"] * 12
+    assert timeline(run("browser-use", [ok("click", index=1)]))[0] == "allow"
+    assert resolve_policy("default").settings(ENGINE).rejected_warn_at == 4
+    for preset in ("qa-agent", "browser-use", "hermes-current"):
+        assert resolve_policy(preset).settings(ENGINE).rejected_warn_at is None
