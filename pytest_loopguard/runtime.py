@@ -24,6 +24,7 @@ from .conversation import Entry, PromptView, Transcript, chars_over_four
 from .engines import Engine, registry
 from .model import Action, Done, LLMCall, Message, Rejected, Task, ToolCall, ToolResult, Verdict, combine
 from .policy import Policy
+from .targets import CallTarget, target_of
 from .tools import Classifier, Kind
 
 __all__ = ["Clock", "Decision", "Guard", "RunContext", "Turn"]
@@ -87,11 +88,13 @@ class RunContext:
 
     __slots__ = (
         "_kind_cache",
+        "_target_cache",
         "calls",
         "classifier",
         "clock",
         "engines",
         "objective",
+        "open_file",
         "policy",
         "task",
         "trace_context",
@@ -124,6 +127,8 @@ class RunContext:
         self.turns = 0  # turns started so far
         self.calls = 0  # tool calls seen so far (blocked ones included)
         self._kind_cache: dict[str, Kind] = {}
+        self._target_cache: dict[str, CallTarget] = {}
+        self.open_file: str | None = None  # the file a SWE-agent `open F` made current in this run
 
     def kind(self, call: ToolCall) -> Kind:
         """The call's kind by the policy's table; cached on the call's identity."""
@@ -132,6 +137,23 @@ class RunContext:
             k = self.classifier.kind(call)
             self._kind_cache[call.ordered_fingerprint] = k
         return k
+
+    def target(self, call: ToolCall) -> CallTarget:
+        """The call's effect, verb and targets by the policy's tool table; cached on the call's identity.
+
+        Commands that act on the open file (SWE-agent `goto`, `edit`) get the file the run has open now.
+        """
+        t = self._target_cache.get(call.ordered_fingerprint)
+        if t is None:
+            t = target_of(call, self.classifier)
+            self._target_cache[call.ordered_fingerprint] = t
+        return t.resolved(self.open_file) if t.on_open else t
+
+    def ran(self, call: ToolCall) -> None:
+        """Note a call that ran: an `open F` makes F the open file for the calls after it."""
+        opened = self.target(call).opened()
+        if opened is not None:
+            self.open_file = opened
 
 
 class _EngineManager(pluggy.PluginManager):
@@ -304,6 +326,8 @@ class Guard:
         """
         blocked = result is None
         run = self.run
+        if not blocked:
+            run.ran(call)
         turn = run.turn
         if turn is not None:
             turn.results.append(result)

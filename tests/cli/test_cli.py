@@ -111,7 +111,8 @@ def test_run_reports_every_bad_file_and_exits_2(tmp_path: Path, capsys: pytest.C
     assert status == 2
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert errors == [
-        f"error: {step}:5: step 0: field 'argz': unknown key 'argz'; expected one of agent, args, expect, result, source, t, tool",
+        f"error: {step}:5: step 0: field 'argz': unknown key 'argz'; "
+        "expected one of agent, args, expect, result, source, t, tool",
         f"error: {version}:1: field 'loopguard': missing 'loopguard' (the trace format version; expected 1)",
     ]
     assert "passing" in out  # the good trace is still replayed and shown
