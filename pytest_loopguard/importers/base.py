@@ -112,16 +112,19 @@ class Source:
         return tuple(out)
 
     @cached_property
+    def first_row(self) -> Any:
+        """The first non-blank line parsed as JSON, or None when it is not valid JSON (never raises)."""
+        first = self.text.lstrip().partition("\n")[0]
+        try:
+            return json.loads(first)
+        except json.JSONDecodeError:
+            return None
+
+    @cached_property
     def is_jsonl(self) -> bool:
         """True when the first non-blank line is a complete JSON object and more lines follow."""
-        first, _, rest = self.head.partition("\n")
-        if not first.startswith("{") or not rest.strip():
-            return False
-        try:
-            json.loads(first)
-        except json.JSONDecodeError:
-            return False
-        return True
+        rest = self.text.lstrip().partition("\n")[2]
+        return isinstance(self.first_row, dict) and bool(rest.strip())
 
 
 @dataclass(slots=True)

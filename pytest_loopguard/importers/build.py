@@ -13,7 +13,24 @@ from typing import Any
 
 from .base import ImportedRun, trace_name
 
-__all__ = ["TraceBuilder", "parse_arguments", "result"]
+__all__ = ["TraceBuilder", "obj", "parse_arguments", "result", "seq", "text_of"]
+
+
+def obj(value: Any) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one: logs omit or null out any field."""
+    return value if isinstance(value, dict) else {}
+
+
+def seq(value: Any) -> list[Any]:
+    """`value` when it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
+def text_of(value: Any) -> str:
+    """`value` when it is a string; None as ""; anything else as JSON (kept, never lost)."""
+    if isinstance(value, str):
+        return value
+    return "" if value is None else json.dumps(value, ensure_ascii=False, default=str)
 
 
 def result(text: str | None = None, *, exit_code: int | None = None, error: str | None = None,

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
-from .build import TraceBuilder, parse_arguments, result
+from .build import TraceBuilder, obj, parse_arguments, result
 
 __all__ = ["MiniSweAgent1", "MiniSweAgent11", "convert_messages"]
 
@@ -82,7 +82,7 @@ def _model(doc: dict[str, Any]) -> str | None:
 
 def convert_messages(doc: dict[str, Any], source: Source, fmt: str) -> ImportedRun:
     """One run from a mini-swe-agent trajectory document (both formats share everything but the calls)."""
-    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    info = obj(doc.get("info"))
     run_id = str(doc.get("instance_id") or (source.path.stem if source.path else source.name))
     run_id = run_id.removesuffix(".traj")
     version = info.get("mini_version")
@@ -106,7 +106,8 @@ class _Walker:
         self.msgs = msgs
         self.used: set[int] = set()
         self.seen_assistant = False
-        self.pending: dict[str, dict[str, Any]] = {}  # tool_call_id -> tool step awaiting its result
+        # tool_call_id -> tool steps awaiting a result, oldest first (a reused id pairs by position)
+        self.pending: dict[str, list[dict[str, Any]]] = {}
 
     def run(self) -> None:
         for i, msg in enumerate(self.msgs):
@@ -133,8 +134,8 @@ class _Walker:
                 self.b.message("user", _text(msg.get("content")), origin=origin, index=i)
             else:
                 self.b.skip(f"messages[{i}]: role {role!r}")
-        for call_id in self.pending:
-            self.b.warn(f"call {call_id} has no result")
+        for call_id, steps in self.pending.items():
+            self.b.warn(f"call {call_id} has no result" + (f" ({len(steps)} calls)" if len(steps) > 1 else ""))
 
     def reply(self, i: int) -> tuple[int, dict[str, Any]] | None:
         j = i + 1
@@ -185,7 +186,7 @@ class _Walker:
         if not isinstance(call, dict):
             self.b.skip(f"messages[{i}].tool_calls[{n}]: not an object")
             return
-        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        fn = obj(call.get("function"))
         name = str(fn.get("name") or "?")
         args, x = parse_arguments(fn.get("arguments"))
         call_id = str(call.get("id") or f"{i}.{n}")
@@ -200,11 +201,14 @@ class _Walker:
         if call_id in self.pending:
             self.b.warn(f"messages[{i}]: call id {call_id} reused before its result arrived")
         x["x-tool_call_id"] = call_id
-        self.pending[call_id] = self.b.tool(name, args, index=i, x=x)
+        self.pending.setdefault(call_id, []).append(self.b.tool(name, args, index=i, x=x))
 
     def tool_result(self, i: int, msg: dict[str, Any]) -> None:
         call_id = str(msg.get("tool_call_id"))
-        step = self.pending.pop(call_id, None)
+        waiting = self.pending.get(call_id)
+        step = waiting.pop(0) if waiting else None
+        if waiting == []:
+            del self.pending[call_id]
         if step is None:
             self.b.warn(f"messages[{i}]: orphan result for call id {call_id}")
             self.b.skip(f"messages[{i}]: orphan tool result")
@@ -229,7 +233,7 @@ def _sniff(source: Source, fmt: str) -> bool:
         return False
     declared = doc.get("trajectory_format")
     if declared is not None:
-        return declared == fmt
+        return bool(declared == fmt)
     info = doc.get("info")
     if not (isinstance(info, dict) and "mini_version" in info):
         return False

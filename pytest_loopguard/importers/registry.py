@@ -18,9 +18,15 @@ ENTRY_POINT_GROUP = "loopguard.importers"
 
 def builtin_importers() -> list[Importer]:
     """The importers that ship with pytest-loopguard, in detection order."""
+    from .ag2 import AG2GroupChat
+    from .magentic import MagenticOne
     from .mini_swe_agent import MiniSweAgent1, MiniSweAgent11
+    from .openhands import OpenHandsV0
+    from .openhands_sdk import OpenHandsV1
+    from .swe_agent import SweAgent
 
-    return [MiniSweAgent1(), MiniSweAgent11()]
+    return [SweAgent(), MiniSweAgent1(), MiniSweAgent11(), OpenHandsV0(), OpenHandsV1(), MagenticOne(),
+            AG2GroupChat()]
 
 
 def available(plugins: Iterable[object] = ()) -> list[Importer]:

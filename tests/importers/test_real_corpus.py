@@ -98,6 +98,28 @@ def _raw_failures(run: dict[str, Any]) -> int:
         nonzero = re.compile(r"<returncode>(?!0<)-?\d+</returncode>")
         timeout = re.compile(r"The last command .* timed out")
         return sum(1 for c in replies if nonzero.match(c) or timeout.match(c))
+    if run["format"] == "swe-agent":
+        doc = json.loads(text)
+        return sum(1 for s in doc["trajectory"]
+                   if s["observation"].startswith("Your proposed edit has introduced new syntax error(s)"))
+    if run["format"].startswith("openhands"):
+        doc = json.loads(text.splitlines()[run["row"]]) if "row" in run else {"history": json.loads(text)}
+        count = 0
+        for e in doc["history"]:
+            if "observation" not in e or e.get("observation") in ("null", "recall", "agent_state_changed"):
+                continue
+            if "id" in e and e.get("cause") is None:
+                continue  # not an answer to a call
+            extras = e.get("extras") or {}
+            code = (extras.get("metadata") or {}).get("exit_code", e.get("exit_code"))
+            content = e.get("content") or ""
+            if code not in (None, 0) or re.match(r"ERROR:|\[Your proposed edit|\[No exact match", content):
+                count += 1
+        return count
+    if run["format"] == "who-and-when-magentic":
+        doc = json.loads(text)
+        return sum(1 for h in doc["history"]
+                   if re.match(r"The script ran, then exited with Unix exit code: -?[1-9]", h["content"]))
     raise AssertionError(f"no raw-signal counter for {run['format']}")
 
 
