@@ -265,13 +265,14 @@ class FailureTracker(Engine):
         if not in_a_row and (any_at is None or n < any_at):
             return None
         what = " ".join(p for p in (target.verb, key[2]) if p)
+        what = f"'{what}' ({call.tool})" if target.verb != call.tool else f"'{what}'"
         command = call.args.get("command")
         shown = command if isinstance(command, str) else call.ordered
         error = " ".join(((result.result_text if result is not None else None) or "").split())[:160]
         how = f"{self.key_streak} times in a row" if in_a_row else f"{n} times since it last succeeded"
         return Verdict(
             NAME, "warn", "failure_tracker.failing_key",
-            f"'{what}' ({call.tool}) has failed {how}; the last call was: {shown[:200]}"
+            f"{what} has failed {how}; the last call was: {shown[:200]}"
             + (f" and it said: {error}" if error else "") + ". Retrying it will fail again: read the error, "
             "check the assumption it contradicts (the file's current content, the working directory, the "
             "exact text to replace), or take a different step.",

@@ -91,6 +91,7 @@ class ReadTracker(Engine):
         self.file_reads: dict[str, int] = {}
         self.file_reverts: dict[str, int] = {}
         self._rereads: dict[tuple[str, str], int] = {}  # (call identity, result text) -> times returned
+        self._previous: str | None = None  # the identity of the previous call that ran
 
     # ---- public state ------------------------------------------------------------------------------
     @property
@@ -155,8 +156,10 @@ class ReadTracker(Engine):
         if blocked or result is None:
             return None
         self._learn(call, result)
-        if self._per_file and self.settings.exact_reread_warn_at is not None and result.ok:
-            return self._exact_reread(call, result)
+        if self._per_file and self.settings.exact_reread_warn_at is not None:
+            if result.ok:
+                return self._exact_reread(call, result)
+            self._previous = call.fingerprint
         return None
 
     def _learn(self, call: ToolCall, result: ToolResult) -> None:
@@ -259,10 +262,13 @@ class ReadTracker(Engine):
         return out
 
     def _exact_reread(self, call: ToolCall, result: ToolResult) -> Verdict | None:
+        previous, self._previous = self._previous, call.fingerprint
         target = self.run.target(call)
-        if target.effect != "read" or not target.targets:
+        text = result.result_text
+        # a repeat in a row is the consecutive layer's; a read that returned no text showed nothing
+        if target.effect != "read" or not target.targets or not text or previous == call.fingerprint:
             return None
-        key = (call.fingerprint, result.result_text or "")
+        key = (call.fingerprint, text)
         n = self._rereads[key] = self._rereads.get(key, 0) + 1
         at = self.settings.exact_reread_warn_at
         assert at is not None
