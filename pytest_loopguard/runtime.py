@@ -13,9 +13,10 @@ calls it for each recorded step, and the simulator's agent loop calls it for eac
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, final
+from typing import Any, Final, final
 
 import pluggy
 
@@ -28,6 +29,8 @@ from .targets import CallTarget, target_of
 from .tools import Classifier, Kind
 
 __all__ = ["Clock", "Decision", "Guard", "RunContext", "Turn"]
+
+_OPENER: Final = re.compile(r"(?:^|[\s;&|(])(?:open|create)\s")
 
 
 @final
@@ -151,9 +154,13 @@ class RunContext:
 
     def ran(self, call: ToolCall) -> None:
         """Note a call that ran: an `open F` makes F the open file for the calls after it."""
-        opened = self.target(call).opened()
-        if opened is not None:
-            self.open_file = opened
+        # only shell lines that mention an opener need reading: this runs after every call
+        rule = self.classifier.locator(call)
+        line = call.args.get(rule.shell) if rule is not None and rule.shell is not None else None
+        if isinstance(line, str) and _OPENER.search(line):
+            opened = self.target(call).opened()
+            if opened is not None:
+                self.open_file = opened
 
 
 class _EngineManager(pluggy.PluginManager):
@@ -188,7 +195,7 @@ class _EngineManager(pluggy.PluginManager):
 _EVENT_HOOKS = (
     "loopguard_turn_start", "loopguard_before_call", "loopguard_after_call", "loopguard_turn_end",
     "loopguard_before_llm", "loopguard_llm_result", "loopguard_compacted", "loopguard_phase",
-    "loopguard_message", "loopguard_done", "loopguard_rejected",
+    "loopguard_message", "loopguard_rejected", "loopguard_done",
 )
 
 

@@ -192,7 +192,6 @@ _VALUE_OPTIONS: Final[dict[str, frozenset[str]]] = {
     "curl": frozenset({"-o", "-H", "-d", "-X", "-u", "-A", "-e", "-b", "-c", "-F", "-m", "--output", "--header",
                        "--data", "--request", "--user", "--user-agent", "--max-time", "--data-raw", "-w"}),
     "wget": frozenset({"-O", "-o", "-P", "--output-document", "--header", "-U", "--user-agent"}),
-    "find_file": frozenset(),
 }
 _VALUE_OPTIONS["mv"] = _VALUE_OPTIONS["cp"]
 _VALUE_OPTIONS["egrep"] = _VALUE_OPTIONS["fgrep"] = _VALUE_OPTIONS["zgrep"] = _VALUE_OPTIONS["grep"]

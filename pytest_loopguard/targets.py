@@ -88,7 +88,9 @@ def target_of(call: ToolCall, classifier: Classifier) -> CallTarget:
         return CallTarget.of([Command(call.tool, effect)])
     if rule.shell is not None:
         line = call.args.get(rule.shell)
-        return CallTarget.of(read_command_line(line)) if isinstance(line, str) else CallTarget(effect, call.tool)
+        if isinstance(line, str):
+            return CallTarget.of(read_command_line(line))
+        return CallTarget.of([Command(call.tool, effect)])  # no line to read: the tool itself
     assert rule.target is not None
     verb = call.tool
     if rule.verb is not None:

@@ -424,3 +424,15 @@ def test_bench_trace_round_trips_through_the_trace_format(tmp_path: Path) -> Non
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     status, _, err = run(capsys, *argv)
     assert status == 2 and "usage: loopguard" in err
+
+
+# ---- the format additions ------------------------------------------------------------------------------
+def test_replay_and_validate_show_rejected_steps(capsys: pytest.CaptureFixture[str]) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    path = str(repo / "traces" / "format" / "qa_agent_rejected_turns_are_failed_turns.yaml")
+    assert run(capsys, "validate", path)[0] == 0
+    out = run(capsys, "replay", path, "--json")[1]
+    steps = json.loads(out)["steps"]
+    assert [s["kind"] for s in steps[3:8]] == ["rejected"] * 5
+    assert steps[5]["action"] == "warn" and steps[5]["tool"] is None
+    assert "rejected: no tool call" in run(capsys, "replay", path, "--policy", "qa-agent")[1]

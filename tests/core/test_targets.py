@@ -43,7 +43,8 @@ def test_built_in_locators_cover_shell_editor_and_file_tools() -> None:
 def test_tools_without_a_locator_have_no_target() -> None:
     t = target("browser_click", index=3)
     assert (t.effect, t.verb, t.targets) == ("other", "browser_click", ())
-    assert target("bash", command=["not", "a", "line"]) == CallTarget("other", "bash")
+    not_a_line = target("bash", command=["not", "a", "line"])
+    assert (not_a_line.effect, not_a_line.verb, not_a_line.targets) == ("other", "bash", ())
     assert CallTarget.of([]) is NO_TARGET
 
 
