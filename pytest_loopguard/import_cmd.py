@@ -98,6 +98,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"loopguard: error: {exc}", file=sys.stderr)
             failed += 1
             continue
+        except OSError as exc:  # unreadable file or event folder: this source fails, the others go on
+            print(f"loopguard: error: {exc.filename or source.name}: {exc.strerror}", file=sys.stderr)
+            failed += 1
+            continue
         for r, trace in zip(runs, traces, strict=True):
             name = _unique(trace.name, used)
             dump(dataclasses.replace(trace, name=name) if name != trace.name else trace,

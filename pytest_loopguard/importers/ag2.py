@@ -44,7 +44,7 @@ class AG2GroupChat(Importer):
             raise TraceError("expected a group chat: a JSON object with a 'history' list of {name, role, content}",
                              file=source.name, field="history")
         meta = doc if isinstance(doc, dict) else {}
-        stem = source.path.stem if source.path else source.name.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        stem = source.stem
         run_id = str(meta.get("question_ID") or meta.get("id") or stem)
         b = TraceBuilder(run_id, file=source.name, agent="AG2 group chat", description=f"AG2 group chat {stem}")
         for key, value in meta.items():

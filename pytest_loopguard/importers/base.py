@@ -52,6 +52,12 @@ class Source:
         return cls(name, lambda: data)
 
     @property
+    def stem(self) -> str:
+        """The file (or tar member, or folder) name without its last suffix: a run id of last resort."""
+        base = self.path.name if self.path is not None else self.name.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+        return base.rsplit(".", 1)[0] if "." in base and not self.is_dir else base
+
+    @property
     def is_dir(self) -> bool:
         return self.path is not None and self.path.is_dir()
 

@@ -122,9 +122,13 @@ class TraceBuilder:
         step["result"] = r
 
     def llm(self, *, index: int | str | None, input_tokens: int | None = None,
-            output_tokens: int | None = None, error: str | None = None, agent: str | None = None,
-            x: dict[str, Any] | None = None) -> dict[str, Any]:
-        return self._add({"llm": _usage(input_tokens, output_tokens, error)}, index, agent, x)
+            output_tokens: int | None = None, error: str | None = None, text: str | None = None,
+            agent: str | None = None, x: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A model call; `text` is what the model wrote besides its calls (it enters the context view)."""
+        body = _usage(input_tokens, output_tokens, error)
+        if text:
+            body["text"] = text
+        return self._add({"llm": body}, index, agent, x)
 
     def rejected(self, reason: str, *, index: int | str | None, text: str | None = None,
                  input_tokens: int | None = None, output_tokens: int | None = None,

@@ -50,7 +50,7 @@ class MagenticOne(Importer):
         if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
             raise TraceError("expected a Magentic-One log: a JSON object with a 'history' list",
                              file=source.name, field="history")
-        stem = source.path.stem if source.path else source.name.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        stem = source.stem
         run_id = f"magentic-{doc.get('question_ID') or stem}"
         b = TraceBuilder(run_id, file=source.name, agent="Magentic-One",
                          description=f"Magentic-One log {stem}: {str(doc.get('question', ''))[:120]}")

@@ -83,8 +83,7 @@ def _model(doc: dict[str, Any]) -> str | None:
 def convert_messages(doc: dict[str, Any], source: Source, fmt: str) -> ImportedRun:
     """One run from a mini-swe-agent trajectory document (both formats share everything but the calls)."""
     info = obj(doc.get("info"))
-    run_id = str(doc.get("instance_id") or (source.path.stem if source.path else source.name))
-    run_id = run_id.removesuffix(".traj")
+    run_id = str(doc.get("instance_id") or source.stem.removesuffix(".traj"))
     version = info.get("mini_version")
     b = TraceBuilder(run_id, file=source.name, agent=f"mini-swe-agent {version}" if version else "mini-swe-agent",
                      model=_model(doc), description=f"{fmt} trajectory of {run_id}")
@@ -152,7 +151,7 @@ class _Walker:
             self.used.add(reply[0])
             self.b.rejected(_first_line(reply[1]), index=i, text=content, input_tokens=tin, output_tokens=tout)
             return
-        self.b.llm(index=i, input_tokens=tin, output_tokens=tout)
+        self.b.llm(index=i, input_tokens=tin, output_tokens=tout, text=content)
         if isinstance(calls, list) and calls:
             for n, call in enumerate(calls):
                 self.tool_call(i, n, call, len(calls))

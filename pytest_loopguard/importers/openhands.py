@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
-from .build import TraceBuilder, obj, parse_arguments, result
+from .build import TraceBuilder, obj, parse_arguments, result, seq
 
 __all__ = ["OpenHandsV0", "error_of"]
 
@@ -97,14 +97,16 @@ def _model_arguments(meta: dict[str, Any]) -> Any:
     return None
 
 
-def _usage(event: dict[str, Any]) -> tuple[str | None, int | None, int | None]:
-    """(response id, input tokens, output tokens) of the model response behind an action event."""
-    meta = event.get("tool_call_metadata")
-    resp = meta.get("model_response") if isinstance(meta, dict) else None
-    if not isinstance(resp, dict):
-        return None, None, None
+def _usage(event: dict[str, Any]) -> tuple[str | None, int | None, int | None, str | None]:
+    """(response id, input tokens, output tokens, text) of the model response behind an action event."""
+    resp = obj(obj(event.get("tool_call_metadata")).get("model_response"))
+    if not resp:
+        return None, None, None, None
     usage = obj(resp.get("usage"))
-    return resp.get("id"), usage.get("prompt_tokens"), usage.get("completion_tokens")
+    choices = seq(resp.get("choices"))
+    content = obj(obj(choices[0]).get("message")).get("content") if choices else None
+    text = content if isinstance(content, str) else None
+    return resp.get("id"), usage.get("prompt_tokens"), usage.get("completion_tokens"), text
 
 
 def _is_event_list(value: Any) -> bool:
@@ -177,10 +179,10 @@ class _Events:
 
     def _llm(self, event: dict[str, Any], index: Any) -> None:
         """One llm step per model response (parallel calls share one response)."""
-        response_id, tin, tout = _usage(event)
+        response_id, tin, tout, text = _usage(event)
         if response_id is not None and response_id != self.last_response:
             self.last_response = response_id
-            self.b.llm(index=index, input_tokens=tin, output_tokens=tout)
+            self.b.llm(index=index, input_tokens=tin, output_tokens=tout, text=text)
 
     def observation(self, pos: int, event: dict[str, Any], last_call: dict[str, Any] | None) -> None:
         kind = event.get("observation")
@@ -229,7 +231,7 @@ class OpenHandsV0(Importer):
 
     def convert(self, source: Source) -> Iterator[ImportedRun]:
         doc = source.parsed
-        stem = source.path.stem if source.path else source.name.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        stem = source.stem
         if _is_event_list(doc):
             yield self._run(stem, doc, source, None, {})
             return

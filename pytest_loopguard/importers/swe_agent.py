@@ -82,8 +82,7 @@ class SweAgent(Importer):
 
     def _run(self, doc: dict[str, Any], source: Source) -> ImportedRun:
         info = obj(doc.get("info"))
-        stem = source.path.name if source.path else source.name.rsplit("/", 1)[-1]
-        run_id = stem.removesuffix(".traj").removesuffix(".json")
+        run_id = source.stem.removesuffix(".traj")
         version = info.get("swe_agent_version")
         b = TraceBuilder(run_id, file=source.name, agent=f"SWE-agent {version}" if version else "SWE-agent",
                          model=_model(doc), description=f"SWE-agent trajectory of {run_id}")

@@ -174,3 +174,20 @@ def test_swe_agent_old_fields_and_enigma_flag(tmp_path: Path) -> None:
     assert calls[2]["result"]["error"].startswith("Your proposed edit has introduced new syntax error(s)")
     assert "done" in run.trace["steps"][-1]
     assert run.trace["name"] == "old"
+
+
+def test_a_stored_rejected_turn_is_one_rejected_step_at_the_assistant_message(tmp_path: Path) -> None:
+    log = {"trajectory_format": "mini-swe-agent-1.1", "instance_id": "rj", "info": {}, "messages": [
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": "I will think first.",
+         "extra": {"response": {"usage": {"prompt_tokens": 10, "completion_tokens": 5}}}},
+        {"role": "user", "content": "No tool calls found in the response. Every response MUST include a tool call."},
+        {"role": "user", "content": "Reminder: 3 steps left."},
+    ]}
+    run = one(write(tmp_path / "rj.json", log))
+    rejected, reminder = run.trace["steps"][1:]
+    assert rejected["rejected"] == {"reason": log["messages"][2]["content"], "text": "I will think first.",  # type: ignore[index]
+                                    "llm": {"input_tokens": 10, "output_tokens": 5}}
+    assert rejected["source"]["index"] == 1
+    assert reminder["message"] == {"role": "user", "text": "Reminder: 3 steps left.", "origin": "harness"}
+    assert run.counts["rejected"] == 1 and run.counts["calls"] == 0
