@@ -117,11 +117,6 @@ def _result_text(result: ToolResult) -> str:
     return text if text is not None else ""
 
 
-def _exit_code(result: ToolResult) -> int | None:
-    code = getattr(result, "exit_code", None)  # the trace format gains `exit_code` on branch lg-format
-    return code if isinstance(code, int) else None
-
-
 def _stop(rule: str, repeats: int | None = None, **data: Any) -> Verdict:
     if repeats is not None:
         data["repeats"] = repeats
@@ -226,7 +221,7 @@ class _OpenHands(_Rules):
         return _Action(False, call.fingerprint, thought)
 
     def _observation(self, call: ToolCall, result: ToolResult) -> tuple[Hashable, ...]:
-        exit_code = _exit_code(result)
+        exit_code = result.exit_code
         if not result.ok and exit_code is None:
             return ("error", result.error or "")
         if call.tool in self._command_tools:
@@ -327,7 +322,7 @@ class _OpenHandsSDK(_Rules):
     def after_call(self, call: ToolCall, result: ToolResult, turn: Turn | None) -> Verdict | None:
         index = len(turn.results) - 1 if turn is not None else 0
         self._window.append(("action", call.fingerprint, _thought(index, turn)))
-        exit_code = _exit_code(result)
+        exit_code = result.exit_code
         if not result.ok and exit_code is None:
             self._window.append(("observation", "error", result.error or ""))
         else:
@@ -602,6 +597,8 @@ class StuckDetector(Engine):
 
     @hookimpl
     def loopguard_message(self, message: Message) -> Verdict | None:
+        if message.origin not in (None, "user"):  # the harness's or another agent's words: not this history
+            return None
         if message.role == "user":
             self._rules.user_message()
             return None
