@@ -198,7 +198,8 @@ def test_default_partly_failed_turn_resets() -> None:
              LLM, fail("click", index=3), ok("click", index=4), LLM, fail("click", index=5),
              LLM, fail("click", index=6)]
     assert timeline(run(policy("default", max_failures=3), steps)) == ["allow"] * 11
-    assert timeline(run(policy("default", max_failures=3), [*steps, LLM, fail("click", index=7)]))[-1] == "warn force_done"
+    more = [*steps, LLM, fail("click", index=7)]
+    assert timeline(run(policy("default", max_failures=3), more))[-1] == "warn force_done"
 
 
 def test_default_single_failed_call_is_a_failed_turn() -> None:
@@ -494,7 +495,6 @@ def test_engine_module_does_not_import_pytest() -> None:
     assert "import pytest" not in source and "from pytest " not in source
 
 
-<<<<<<< HEAD
 # ---- rejected turns (default) ------------------------------------------------------------------------
 def rejected(reason: str = "Please always provide EXACTLY ONE action in triple backticks, found 2 actions.",
              ) -> dict[str, Any]:
@@ -524,7 +524,8 @@ def test_rejected_streak_is_off_unless_set() -> None:
     assert resolve_policy("default").settings(ENGINE).rejected_warn_at == 4
     for preset in ("qa-agent", "browser-use", "hermes-current"):
         assert resolve_policy(preset).settings(ENGINE).rejected_warn_at is None
-=======
+
+
 # ---- rejected turns (PRESETS.md common rules) ------------------------------------------------------------
 REJECTED = {"rejected": {"reason": "no tool call"}}
 
@@ -578,4 +579,3 @@ def test_rejected_turns_are_ignored_where_the_setting_says_so() -> None:
     assert actions(rejected_run("qa-agent", 6, rejected_turns="ignore")) == ["allow"] * 10
     assert actions(rejected_run("default", 6)) == ["allow"] * 10
     assert failure_tracker.Settings().rejected_turns == "ignore"
->>>>>>> lg-format

@@ -305,8 +305,8 @@ def test_a_poisoned_call_does_not_touch_the_consecutive_count() -> None:
     poisoned = call("shell", "same", command="make")
     steps = [poisoned] * 4 + [BUILD, poisoned, BUILD, poisoned, BUILD]
     # BUILD, (poisoned: blocked, not counted), BUILD, ..., BUILD: the 3rd BUILD in a row warns
-    assert timeline(run("default", steps, outcome_block_threshold=4))[4:] == ["allow", "block identical_outcome", "allow",
-                                                   "block identical_outcome", "warn consecutive_warning"]
+    assert timeline(run("default", steps, outcome_block_threshold=4))[4:] == [
+        "allow", "block identical_outcome", "allow", "block identical_outcome", "warn consecutive_warning"]
 
 
 def test_blocked_calls_record_no_outcome() -> None:
