@@ -579,3 +579,57 @@ def test_rejected_turns_are_ignored_where_the_setting_says_so() -> None:
     assert actions(rejected_run("qa-agent", 6, rejected_turns="ignore")) == ["allow"] * 10
     assert actions(rejected_run("default", 6)) == ["allow"] * 10
     assert failure_tracker.Settings().rejected_turns == "ignore"
+
+
+# ---- failing keys and failed-turn warnings (default) -------------------------------------------------
+def sh(command: str, error: str | None = None) -> dict[str, Any]:
+    result = {"ok": True, "text": "ok"} if error is None else {"exit_code": 1, "text": error}
+    return {"tool": "bash", "args": {"command": command}, "result": result}
+
+
+def test_failing_key_with_other_calls_between_warns_from_the_threshold_until_it_succeeds() -> None:
+    edit = "sed -i 's/a/b/' lib/plot.py"
+    steps = []
+    for _ in range(4):  # edit <-> the same failing test, four rounds
+        steps += [sh(edit), sh("python reproduce_issue.py", "AssertionError: still wrong")]
+    steps += [sh("python reproduce_issue.py"), sh("python reproduce_issue.py", "AssertionError: again")]
+    r = run(policy("default", failing_key_warn_at=3), steps)
+    assert timeline(r) == ["allow"] * 5 + ["warn failing_key", "allow", "warn failing_key", "allow", "allow"]
+    v = verdict(r, 5)
+    assert v.data == {"tool": "bash", "verb": "python", "target": "reproduce_issue.py", "count": 3,
+                      "in_a_row": 1, "warn_at": 3, "streak_warn_at": None}
+    # the message names the failing command, how many times, its error, and another next step
+    assert v.message.startswith("'python reproduce_issue.py' (bash) has failed 3 times since it last succeeded")
+    assert "python reproduce_issue.py" in v.message and "AssertionError: still wrong" in v.message
+    assert "take a different step" in v.message
+
+
+def test_failing_key_in_a_row_warns_at_its_own_lower_threshold() -> None:
+    # SWE-agent `edit` on the open file: three edits in a row rejected for syntax errors (pydicom-1458)
+    steps = [{"tool": "str_replace_editor", "args": {"command": "str_replace", "path": "/w/m.c", "old_str": f"x{i}"},
+              "result": {"error": "No replacement was performed"}} for i in range(3)]
+    r = run(policy("default", failing_key_warn_at=5, failing_key_streak_warn_at=3), steps)
+    assert timeline(r) == ["allow", "allow", "warn failing_key"]
+    v = verdict(r, 2)
+    assert (v.data["count"], v.data["in_a_row"], v.data["target"]) == (3, 3, "/w/m.c")
+    assert v.message.startswith("'str_replace /w/m.c' (str_replace_editor) has failed 3 times in a row")
+    assert "No replacement was performed" in v.message
+
+
+def test_failed_turn_warning_comes_before_the_forced_finish() -> None:
+    steps = [sh(f"make target{i}", "make: *** Error 1") for i in range(6)]
+    r = run(policy("default", failures_warn_at=2, max_failures=5), steps)
+    assert timeline(r) == ["allow", "warn failed_turns", "allow", "warn failed_turns", "warn force_done",
+                           "stop max_failures"]
+    v = verdict(r, 1)
+    assert v.data == {"count": 2, "warn_at": 2, "max_failures": 5}
+    assert "Your last 2 turns all failed" in v.message and "try a smaller step" in v.message
+
+
+def test_default_numbers_for_its_own_rules() -> None:
+    d = resolve_policy("default").settings(ENGINE)
+    assert (d.failing_key_warn_at, d.failing_key_streak_warn_at, d.failures_warn_at, d.rejected_warn_at,
+            d.max_failures) == (5, 3, 4, 4, 12)
+    for preset in ("qa-agent", "browser-use", "hermes-current"):
+        s = resolve_policy(preset).settings(ENGINE)
+        assert (s.failing_key_warn_at, s.failing_key_streak_warn_at, s.failures_warn_at) == (None, None, None)
