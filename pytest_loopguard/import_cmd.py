@@ -40,23 +40,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _sources(paths: list[str], pool: list[Importer]) -> Iterator[Source | TraceError]:
-    """Each SRC as a source; a plain folder gives its log files (sorted, recursively)."""
+    """Each SRC as a source; a plain folder gives its logs and event folders (sorted, recursively)."""
     for raw in paths:
         path = Path(raw)
         if not path.exists():
             yield TraceError("no such file or folder; expected an agent log, an event folder or a folder of logs",
                              file=raw)
         elif path.is_dir():
-            source = Source.from_path(path)
-            if any(imp.sniff(source) for imp in pool):
-                yield source
-                continue
-            files = sorted(p for p in path.rglob("*") if p.is_file() and p.name.endswith(LOG_SUFFIXES))
-            if not files:
+            found = list(_walk(path, pool))
+            if not found:
                 yield TraceError("no .json, .jsonl or .traj files in this folder", file=raw)
-            yield from (Source.from_path(p) for p in files)
+            yield from found
         else:
             yield Source.from_path(path)
+
+
+def _walk(folder: Path, pool: list[Importer]) -> Iterator[Source]:
+    """An event folder (one an importer recognises) as one source, else its log files and subfolders."""
+    source = Source.from_path(folder)
+    if any(imp.sniff(source) for imp in pool):
+        yield source
+        return
+    for child in sorted(folder.iterdir()):
+        if child.is_dir():
+            yield from _walk(child, pool)
+        elif child.name.endswith(LOG_SUFFIXES):
+            yield Source.from_path(child)
 
 
 def _messages(counts: Counter[str]) -> str:

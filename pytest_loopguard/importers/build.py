@@ -174,7 +174,8 @@ class TraceBuilder:
         if self.description:
             trace["description"] = self.description
         trace["source"] = self.source
-        trace.update({k if k.startswith("x-") else f"x-{k}": v for k, v in self.header_x.items()})
+        # facts the source did not have (None) are left out rather than written as nulls
+        trace.update({k if k.startswith("x-") else f"x-{k}": v for k, v in self.header_x.items() if v is not None})
         trace["steps"] = self.steps
         failed = sum(1 for s in self.steps if "tool" in s and _failed(s.get("result")))
         counts = Counter(self.counts)

@@ -191,3 +191,43 @@ def test_a_stored_rejected_turn_is_one_rejected_step_at_the_assistant_message(tm
     assert rejected["source"]["index"] == 1
     assert reminder["message"] == {"role": "user", "text": "Reminder: 3 steps left.", "origin": "harness"}
     assert run.counts["rejected"] == 1 and run.counts["calls"] == 0
+
+
+# ---- OpenHands V0: cause pairing, parallel calls, stripped browser payloads, orphans --------------------
+def test_openhands_v0_event_list_pitfalls(tmp_path: Path) -> None:
+    response = {"id": "resp-1", "usage": {"prompt_tokens": 900, "completion_tokens": 40},
+                "choices": [{"message": {"content": "Open both pages.", "tool_calls": [
+                    {"id": "t1", "function": {"name": "browser", "arguments": '{"code": "goto(\\"a\\")"}'}},
+                    {"id": "t2", "function": {"name": "browser", "arguments": "{not json"}}]}}]}
+    events = [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "Compare two pages"}},
+        {"id": 1, "source": "agent", "action": "browse_interactive",
+         "args": {"browser_actions": 'goto("a")', "thought": "first"},
+         "tool_call_metadata": {"function_name": "browser", "tool_call_id": "t1", "model_response": response}},
+        {"id": 2, "source": "agent", "action": "browse_interactive", "args": {"browser_actions": "?"},
+         "tool_call_metadata": {"function_name": "browser", "tool_call_id": "t2", "model_response": response}},
+        # answered out of order; the browser payloads (screenshot, axtree) were stripped by event_to_trajectory
+        {"id": 3, "source": "environment", "cause": 2, "observation": "browse", "content": "ERROR:\nbad code",
+         "extras": {"url": "about:blank"}},
+        {"id": 4, "source": "environment", "cause": 1, "observation": "browse", "content": "page a",
+         "extras": {"url": "a", "error": False}},
+        {"id": 5, "source": "environment", "cause": 99, "observation": "run", "content": "?", "extras": {}},
+        {"id": 6, "source": "agent", "action": "run", "args": {"command": "false"}},
+        {"id": 7, "source": "agent", "cause": 6, "observation": "run", "content": "",
+         "extras": {"metadata": {"exit_code": 1}}, "success": False},
+        {"id": 8, "source": "agent", "action": "finish", "args": {"final_thought": "Done", "task_completed": "true"}},
+    ]
+    src = write(tmp_path / "events.json", events)
+    assert detect(Source.from_path(src), available()).name == "openhands-v0"
+    run = one(src)
+    steps = run.trace["steps"]
+    assert [next(k for k in ("tool", "llm", "message", "done") if k in s) for s in steps] == [
+        "message", "llm", "tool", "tool", "tool", "done"]
+    assert steps[1]["llm"] == {"input_tokens": 900, "output_tokens": 40, "text": "Open both pages."}
+    a, b, false = tools(run)
+    assert a["args"] == {"code": 'goto("a")'} and a["result"] == {"text": "page a"}
+    assert b["args"] == {} and b["x-arguments"] == "{not json" and b["result"]["error"] == "bad code"
+    assert false["tool"] == "run" and false["args"] == {"command": "false"} and false["result"]["exit_code"] == 1
+    assert steps[-1]["done"] == {"text": "Done", "success": True}
+    assert any("orphan observation" in w for w in run.warnings)
+    assert [s["source"]["index"] for s in tools(run)] == [1, 2, 6]

@@ -128,3 +128,32 @@ def test_bench_import_counts_runs_and_steps(tmp_path: Path, capsys: pytest.Captu
     assert cli.main(["bench", "--import", str(folder)]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(str(folder)))
     assert row.split()[1:4] == ["3", "3", "18"]  # files, runs, steps (6 steps per fixture run)
+
+
+def test_a_folder_of_logs_with_an_event_folder_inside(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    logs = tmp_path / "logs"
+    conversation = logs / "nested" / "conv-9"
+    conversation.mkdir(parents=True)
+    events = [
+        {"kind": "MessageEvent", "id": "m", "source": "user", "llm_message": {"content": [{"text": "hi"}]}},
+        {"kind": "ActionEvent", "id": "a", "tool_name": "terminal", "tool_call_id": "c",
+         "action": {"kind": "ExecuteBashAction", "command": "ls"}},
+        {"kind": "ObservationEvent", "id": "o", "tool_call_id": "c", "action_id": "a",
+         "observation": {"content": [{"type": "text", "text": "x"}], "exit_code": 0}},
+    ]
+    for n, event in enumerate(events):
+        (conversation / f"event-{n:05d}-{event['id']}.json").write_text(json.dumps(event), encoding="utf-8")
+    (logs / "a.traj.json").write_text(json.dumps(mini_log("a")), encoding="utf-8")
+    (logs / "notes.txt").write_text("not a log", encoding="utf-8")
+    assert cli.main(["import", str(logs), "-o", str(tmp_path / "out")]) == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.yaml", "conv-9.yaml"]
+    assert "openhands-v1" in capsys.readouterr().out
+
+
+def test_an_empty_folder_and_a_missing_path_are_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["import", str(tmp_path / "empty"), str(tmp_path / "missing.json"), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"loopguard: error: {tmp_path / 'empty'}: no .json, .jsonl or .traj files in this folder",
+                   f"loopguard: error: {tmp_path / 'missing.json'}: no such file or folder; expected an agent log, "
+                   "an event folder or a folder of logs"]

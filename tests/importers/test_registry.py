@@ -123,3 +123,14 @@ def test_unrecognised_and_truncated_files(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(TraceError, match=r"bin\.json: not UTF-8 text"):
         detect(Source.from_path(binary), pool)
+
+
+def test_a_broken_jsonl_row_is_named_by_its_line(tmp_path: Path) -> None:
+    row = {"instance_id": "x", "instruction": "do it", "history": [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "do it"}}]}
+    log = tmp_path / "output.jsonl"
+    log.write_text(json.dumps(row) + "\n\n" + json.dumps(row)[:40] + "\n", encoding="utf-8")
+    source = Source.from_path(log)
+    assert source.is_jsonl and source.first_row == row
+    with pytest.raises(TraceError, match=r"output\.jsonl:3: invalid JSON on this line .*expected one JSON object"):
+        import_runs(source)
