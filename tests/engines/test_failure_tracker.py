@@ -633,3 +633,11 @@ def test_default_numbers_for_its_own_rules() -> None:
     for preset in ("qa-agent", "browser-use", "hermes-current"):
         s = resolve_policy(preset).settings(ENGINE)
         assert (s.failing_key_warn_at, s.failing_key_streak_warn_at, s.failures_warn_at) == (None, None, None)
+
+
+def test_failing_key_counts_start_afresh_at_a_persons_message_only() -> None:
+    failing = sh("python t.py", "FAILED")
+    harness = {"message": {"role": "user", "text": "<returncode>1</returncode>", "origin": "harness"}}
+    steps = [failing, failing, harness, failing, user("new task"), failing, failing]
+    r = run(policy("default", failing_key_warn_at=3), steps)
+    assert timeline(r) == ["allow", "allow", "allow", "warn failing_key", "allow", "allow", "allow"]
