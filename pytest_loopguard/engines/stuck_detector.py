@@ -512,30 +512,34 @@ class _Gemini(_Rules):
         s = self.settings
         size, threshold = s.chunk_size, s.content_threshold
         buffer, base = self._buffer, self._base
-        end = base + len(buffer)
         positions = self._positions
-        while self._scan + size <= end:
-            start = self._scan - base
+        get = positions.get  # the loop runs once per character added: keep it to locals
+        last_start = base + len(buffer) - size
+        scan = self._scan
+        while scan <= last_start:
+            start = scan - base
             chunk = buffer[start:start + size]
-            seen = positions.get(chunk)
-            if seen is None:
-                positions[chunk] = [self._scan]
-            else:
-                if seen[0] < base:  # positions cut off with the buffer's front no longer count
-                    seen[:] = [p for p in seen if p >= base]
-                seen.append(self._scan)
-                if len(seen) >= threshold:
-                    last = seen[-threshold:]
-                    if (last[-1] - last[0]) / (threshold - 1) <= s.max_average_distance:
-                        periods = {buffer[p - base:q - base] for p, q in pairwise(last)}
-                        if len(periods) <= s.max_distinct_periods:
-                            # the scan stops here: the next text records this chunk again
-                            return self._detection(
-                                "content_loop",
-                                f"the same {size} characters were repeated {threshold} times",
-                                {"chunk": chunk, "count": len(seen)},
-                            )
-            self._scan += 1
+            seen = get(chunk)
+            if seen is None:  # by far the most common case: a chunk not seen before
+                positions[chunk] = [scan]
+                scan += 1
+                continue
+            if seen[0] < base:  # positions cut off with the buffer's front no longer count
+                seen[:] = [p for p in seen if p >= base]
+            seen.append(scan)
+            if len(seen) >= threshold:
+                last = seen[-threshold:]
+                if (last[-1] - last[0]) / (threshold - 1) <= s.max_average_distance:
+                    periods = {buffer[p - base:q - base] for p, q in pairwise(last)}
+                    if len(periods) <= s.max_distinct_periods:
+                        self._scan = scan  # the scan stops here: the next text records this chunk again
+                        return self._detection(
+                            "content_loop",
+                            f"the same {size} characters were repeated {threshold} times",
+                            {"chunk": chunk, "count": len(seen)},
+                        )
+            scan += 1
+        self._scan = scan
         return None
 
 
@@ -558,6 +562,7 @@ class StuckDetector(Engine):
         self._rules = _RULE_SETS[settings.detector](settings, run)
         self._gemini = settings.detector == "gemini"
         self._stopped = False
+        self._condensed = False
 
     def _out(self, verdict: Verdict | None) -> Verdict | None:
         if self._stopped:
@@ -592,7 +597,14 @@ class StuckDetector(Engine):
         return self._out(self._rules.agent_text(llm.text, llm=True))
 
     @hookimpl
+    def loopguard_before_llm(self) -> None:
+        self._condensed = False  # a new model call: at most one condensation event per llm step
+
+    @hookimpl
     def loopguard_compacted(self) -> Verdict | None:
+        if self._condensed:  # compacted before the call and again after its overflow: one event
+            return None
+        self._condensed = True
         return self._out(self._rules.condensation())
 
     @hookimpl

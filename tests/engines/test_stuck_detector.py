@@ -3,14 +3,17 @@ interplay with other engines, the settings' overrides). Expectations come from P
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_loopguard import Guard, PolicyError, ReplayResult, replay, resolve_policy
+from pytest_loopguard import Guard, PolicyError, ReplayResult, cli, replay, resolve_policy
 from pytest_loopguard.engines.stuck_detector import StuckDetector, _syntax_errors
-from pytest_loopguard.model import LLMCall, Message, ToolCall, ToolResult
+from pytest_loopguard.importers import import_traces
+from pytest_loopguard.model import LLMCall, Message, ToolCall, ToolResult, Trace
 from pytest_loopguard.traceio import trace_from_mapping
 
 
@@ -165,3 +168,97 @@ def test_the_sdk_window_can_forget_the_oldest_failure() -> None:
     assert timeline(run(policy, steps))[8:] == ["warn action_error_nudge"] * 2
     wide = {"preset": "openhands-sdk", "stuck_detector": {"action_error": 9, "window": 22}}
     assert timeline(run(wide, steps))[8:] == ["warn action_error_nudge", "stop repeating_action_error"]
+
+
+# ---- real runs (../shared/corpus/real, imported with the project's importers) ---------------------------------
+REAL = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "real"
+
+
+def call_index(trace: Trace, step: int) -> int:
+    """labels.yaml's call index k of a step: tool and rejected steps before it."""
+    return sum(1 for s in trace.steps[:step] if s.kind in ("tool", "rejected"))
+
+
+def first_intervention(trace: Trace, preset: str) -> tuple[int, str, str] | None:
+    step = replay(trace, preset).first_intervention()
+    if step is None:
+        return None
+    return call_index(trace, step.index), step.action, next(v.reason for v in step.verdicts if v.action == step.action)
+
+
+def test_openhands_own_runs_are_not_stopped_as_stuck() -> None:
+    # The three Multi-SWE-bench runs were recorded by OpenHands V0 (commit 156d0686, CodeAct's tool names) with
+    # stuck detection on; none ended stuck (ponyc-4588 hit the iteration limit, the others ran to the end).
+    # Replayed under the preset that reproduces that detector, none is stopped either, though 4588 and 4593
+    # hold labelled loops (failing builds, identical invalid edits with other calls between).
+    traces = import_traces(REAL / "openhands" / "multi_swe_bench_examples" / "output.jsonl")
+    assert [t.name for t in traces] == ["ponylang__ponyc-4595", "ponylang__ponyc-4593", "ponylang__ponyc-4588"]
+    for trace in traces:
+        assert sum(s.kind == "tool" for s in trace.steps) >= 20
+        for preset in ("openhands", "openhands-sdk"):
+            result = replay(trace, preset)
+            assert result.outcome != "stopped", (trace.name, preset, result.stopped_at)
+
+
+def test_one_real_loop_judged_five_ways() -> None:
+    # sympy-15976 (mini-swe-agent, Gemini 3 Pro, resolved): labels.yaml marks calls 19-23 as a loop to flag,
+    # recovered from: the same no-op `sed -i` at calls 19, 20, 21, a rejected turn (22), and again at 23.
+    [trace] = import_traces(REAL / "mini-swe-agent-gemini-3-pro" / "sympy__sympy-15976.traj.json")
+    first = {preset: first_intervention(trace, preset)
+             for preset in ("openhands", "openhands-sdk", "gemini-cli", "roo", "goose")}
+    assert first == {
+        # each response gives new reasoning ("Wait, I replaced...", "I am making the same mistake again..."),
+        # and the response's text is the call's thought: OpenHands' equal-action test never holds
+        "openhands": None,
+        "openhands-sdk": None,
+        "gemini-cli": None,  # four in a row, never five
+        "roo": (23, "block", "loop_guard.consecutive_block"),  # the 4th identical call; rejected turns are no calls
+        "goose": (21, "block", "loop_guard.consecutive_block"),  # the 3rd
+    }
+    # the thoughts are what keep OpenHands from stopping: without them the 4th no-op edit is four equal actions
+    # with four equal outputs (the rejected turn between adds no event)
+    thoughtless = dataclasses.replace(trace, steps=tuple(
+        dataclasses.replace(s, llm=dataclasses.replace(s.llm, text=None)) if s.llm is not None else s
+        for s in trace.steps))
+    assert first_intervention(thoughtless, "openhands") == (23, "stop", "stuck_detector.repeating_action_observation")
+
+
+@pytest.mark.parametrize(
+    ("policy", "field"),
+    [
+        ("{preset: gemini-cli, stuck_detector: {detector: claude}}", "stuck_detector.detector"),
+        ("{preset: roo, loop_guard: {exempt: [{when: {action: scroll_up}}]}}", "loop_guard.exempt[0].tool"),
+        ("{preset: openhands-sdk, stuck_detector: {monologue: 0}}", "stuck_detector.monologue"),
+    ],
+)
+def test_a_trace_with_a_bad_setting_is_one_line_naming_file_line_and_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], policy: str, field: str
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(f"loopguard: 1\nname: bad\npolicy: {policy}\nsteps:\n  - {{tool: a}}\n", encoding="utf-8")
+    assert cli.main(["run", str(path)]) == 2
+    out, err = capsys.readouterr()
+    lines = [line for line in (out + err).splitlines() if "error" in line]
+    assert len(lines) == 1, out + err
+    assert f"{path}:3" in lines[0] and f"'{field}'" in lines[0] and "Traceback" not in out + err
+
+
+def test_one_condensation_per_llm_step() -> None:
+    # pre-prompt compaction switched on and every call overflowing: an llm step can compact twice (before the
+    # call, then for the overflow), and it is still one condensation event
+    context = {"pre_prompt_check": True, "compact_at": 0.01, "window_tokens": 100, "preserve_recent": 1}
+    policy = resolve_policy({"preset": "openhands", "context": context})
+    guard = Guard(policy)
+    engine = guard.run.engines["stuck_detector"]
+    assert isinstance(engine, StuckDetector)
+    twice = 0
+    for i in range(6):
+        call = ToolCall.of("execute_bash", {"command": f"echo {i}"})
+        guard.start_turn([call], LLMCall(text=f"turn {i}"))
+        guard.after_call(call, ToolResult(text="x" * 400), guard.before_call(call))
+        guard.end_turn()
+        llm = LLMCall(error="ContextWindowExceededError: prompt is too long")
+        reasons = [v.reason for v in guard.before_llm(llm).verdicts + guard.llm_result(llm).verdicts]
+        twice += reasons == ["context.compact", "context.overflow"]
+    assert twice >= 3
+    assert len(engine._rules._condensations) == 6  # type: ignore[attr-defined]
