@@ -581,17 +581,18 @@ def test_corpus_trace_meets_its_expectations(path: Path) -> None:
 
 # ---- stop after ignored blocks (default) ------------------------------------------------------------
 def test_stop_at_ends_a_run_that_repeats_a_blocked_call() -> None:
-    # default: warn 3 and 4, block 5 to 9 (the calls do not run), stop at the 10th identical call in a row
-    steps = [call("bash", "1 failed", command="pytest -x")] * 11
+    # default: warn 3 and 4, block 5 to 7 (the calls do not run), stop at the 8th identical call in a row
+    steps = [call("bash", "1 failed", command="pytest -x")] * 9
     result = run("default", steps)
-    assert timeline(result) == (["allow"] * 2 + ["warn consecutive_warning"] * 2 + ["block consecutive_block"] * 5
+    assert timeline(result) == (["allow"] * 2 + ["warn consecutive_warning"] * 2 + ["block consecutive_block"] * 3
                                 + ["stop consecutive_stop", "allow"])
-    assert result.steps[10].action == "not_reached"
-    assert (result.outcome, result.stopped_at, result.stopped_by) == ("stopped", 9, "loop_guard")
-    v = next(v for v in result.steps[9].verdicts if v.engine == "loop_guard")
-    assert v.data == {"tool": "bash", "count": 10, "threshold": 10, "poll": False}
-    assert "called 10 times in a row" in v.message and "after being blocked" in v.message
-    # another call between resets the count; the published presets have no stop on this rule
-    assert "stop consecutive_stop" not in timeline(run("default", [*steps[:9], SNAPSHOT, *steps[:3]]))
+    assert result.steps[8].action == "not_reached"
+    assert (result.outcome, result.stopped_at, result.stopped_by) == ("stopped", 7, "loop_guard")
+    v = next(v for v in result.steps[7].verdicts if v.engine == "loop_guard")
+    assert v.data == {"tool": "bash", "count": 8, "threshold": 8, "poll": False}
+    assert "called 8 times in a row" in v.message and "after being blocked" in v.message
+    # another call between resets the count; without blocks there is no stop; the published presets have none
+    assert "stop consecutive_stop" not in timeline(run("default", [*steps[:7], SNAPSHOT, *steps[:3]]))
+    assert "stop consecutive_stop" not in timeline(run("default", steps * 2, block_at=None))
     for preset in ("spacebot-worker", "spacebot-branch", "spacebot-channel"):
         assert resolve_policy(preset).settings("loop_guard").stop_at is None
