@@ -28,7 +28,7 @@ class Settings(EngineSettings):
     block_at: int | None = 5  # None: never blocks on the consecutive count (Goose out of the box)
     # default: the same call made this often in a row, blocked ones included, ends the run: an agent that
     # ignores every block would otherwise repeat a blocked call forever (its turns do not fail: nothing ran);
-    # only where calls are blocked at all (`block_at` set)
+    # only once the call has been blocked (a count past `block_at`)
     stop_at: int | None = None
     reset_after_block: bool = False  # Roo: a block forgets the current identity and its count
     # calls invisible to the engine: {tool: NAME, when: {arg: value}}; Roo's scroll actions
@@ -59,8 +59,6 @@ class Settings(EngineSettings):
         at_least(self, 1, "warn_at", "block_at", "stop_at", "poll_multiplier", "ring_size", "ping_pong_detect_repeats",
                  "ping_pong_min_repeats", "outcome_prefix_bytes")
         at_least(self, 0, "max_warnings_per_call", "outcome_block_threshold")
-        if self.stop_at is not None and self.block_at is not None and self.stop_at <= self.block_at:
-            raise SettingError("stop_at", f"expected more than block_at ({self.block_at}), got {self.stop_at}")
         try:
             self.block_message.format(tool="t", count=1)
         except (KeyError, IndexError, ValueError) as exc:
@@ -171,7 +169,8 @@ class LoopGuard(Engine):
         count = self._consecutive
         multiplier = s.poll_multiplier if poll else 1
         block_at = s.block_at * multiplier if s.block_at is not None else None
-        if s.stop_at is not None and block_at is not None and count >= s.stop_at * multiplier:
+        # a stop only once the call was blocked before (count past block_at): "called again after a block"
+        if s.stop_at is not None and block_at is not None and count > block_at and count >= s.stop_at * multiplier:
             return Verdict(
                 NAME, "stop", "loop_guard.consecutive_stop",
                 f"Stopped: tool '{tool}' was called {count} times in a row with identical parameters and "
