@@ -2,7 +2,8 @@
 
     LoopguardError
      ├── TraceError (also ValueError)     a trace file or mapping is malformed
-     │    └── ScenarioError               a simulation scenario is malformed
+     │    ├── ScenarioError               a simulation scenario is malformed
+     │    └── NotATraceError              a file with no top-level `loopguard` key: some other JSON/YAML
      ├── PolicyError (also ValueError)    a policy, preset or override is malformed
      ├── RedactionError (also ValueError) a user redaction rule is malformed
      └── SessionError (also RuntimeError) a live session's events came out of order
@@ -12,13 +13,18 @@ Every error carries the place it concerns so that a user can fix the input witho
 
 from __future__ import annotations
 
+import reprlib
 import warnings
-from typing import final
+from typing import Any, final
 
 __all__ = [
-    "LoopguardError", "LoopguardWarning", "PolicyError", "RedactionError", "ScenarioError", "SessionError",
-    "TraceError",
+    "LoopguardError", "LoopguardWarning", "NotATraceError", "PolicyError", "RedactionError", "ScenarioError",
+    "SessionError", "TraceError", "brief",
 ]
+
+_BRIEF = reprlib.Repr()  # keyword arguments need Python 3.12
+_BRIEF.maxlevel, _BRIEF.maxdict, _BRIEF.maxlist, _BRIEF.maxtuple = 3, 6, 6, 6
+_BRIEF.maxstring, _BRIEF.maxother, _BRIEF.maxlong = 80, 80, 40
 
 
 class LoopguardError(Exception):
@@ -72,6 +78,22 @@ class ScenarioError(TraceError):
 
 
 @final
+class NotATraceError(TraceError):
+    """A file that does not claim to be a trace: no document has a top-level `loopguard` key.
+
+    Folders of traces skip such files (an OTel export kept beside the traces is not a broken trace); a file
+    named on its own is still an error. `document` is what was parsed (None when the text was not parsed:
+    it never mentions `loopguard`), so a caller can recognise the format without parsing again.
+    """
+
+    def __init__(self, problem: str, *, file: str | None = None, line: int | None = None, document: object = None,
+                 parsed: bool = False) -> None:
+        super().__init__(problem, file=file, line=line, field="loopguard")
+        self.document = document
+        self.parsed = parsed
+
+
+@final
 class PolicyError(LoopguardError, ValueError):
     """A malformed policy: unknown preset, engine or setting, or a value of the wrong type."""
 
@@ -107,3 +129,10 @@ class LoopguardWarning(UserWarning):
 
 def warn(message: str) -> None:
     warnings.warn(message, LoopguardWarning, stacklevel=3)
+
+
+def brief(value: Any) -> str:
+    """A bad value as an error message shows it: short, whatever its size or nesting (a repr could hang)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of {value.bit_length()} bits"  # repr() of an int over 4300 digits raises
+    return _BRIEF.repr(value)

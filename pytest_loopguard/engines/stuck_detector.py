@@ -18,7 +18,7 @@ messages and 10 condensations; the SDK its window; Gemini 25 keys and a 5,000-ch
 from __future__ import annotations
 
 import re
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -418,7 +418,8 @@ class _Gemini(_Rules):
         self._buffer = ""
         self._base = 0  # characters cut from the buffer's front since the last reset: positions are absolute
         self._scan = 0  # absolute
-        self._positions: dict[str, list[int]] = {}
+        # chunk -> where it was seen: one position as an int (most chunks are seen once), several as a list
+        self._positions: dict[str, int | list[int]] = {}
         self._pruned_at = 0
 
     def _detection(self, rule: str, details: str, data: dict[str, Any]) -> Verdict:
@@ -504,43 +505,71 @@ class _Gemini(_Rules):
 
     def _prune(self) -> None:
         base = self._base
-        kept = {c: [p for p in ps if p >= base] for c, ps in self._positions.items()}
-        self._positions = {c: ps for c, ps in kept.items() if ps}
+        kept: dict[str, int | list[int]] = {}
+        for chunk, seen in self._positions.items():
+            if isinstance(seen, int):
+                if seen >= base:
+                    kept[chunk] = seen
+            elif seen := [p for p in seen if p >= base]:
+                kept[chunk] = seen
+        self._positions = kept
         self._pruned_at = base
 
     def _scan_chunks(self) -> Verdict | None:
+        """Record every chunk from the scan position on; stop at the first that completes a loop.
+
+        Equivalent to visiting each position in turn (Gemini's loop), but a chunk that was not seen before
+        and occurs once in the new stretch ends with one position and cannot complete a loop
+        (`content_threshold` >= 2): those are recorded in bulk, and only the others are visited in order.
+        """
         s = self.settings
         size, threshold = s.chunk_size, s.content_threshold
         buffer, base = self._buffer, self._base
+        first, last = self._scan, base + len(buffer) - size
+        if first > last:
+            return None
+        chunks = [buffer[i:i + size] for i in range(first - base, last - base + 1)]
         positions = self._positions
-        get = positions.get  # the loop runs once per character added: keep it to locals
-        last_start = base + len(buffer) - size
-        scan = self._scan
-        while scan <= last_start:
-            start = scan - base
-            chunk = buffer[start:start + size]
-            seen = get(chunk)
-            if seen is None:  # by far the most common case: a chunk not seen before
-                positions[chunk] = [scan]
-                scan += 1
+        distinct = set(chunks)
+        hot = positions.keys() & distinct  # seen before ...
+        if len(distinct) < len(chunks):  # ... or more than once in this stretch
+            hot.update(c for c, n in Counter(chunks).items() if n > 1)
+        end = len(chunks)  # the scan reaches this offset (exclusive) unless a detection stops it first
+        verdict = None
+        for k in [k for k, c in enumerate(chunks) if c in hot] if hot else ():
+            chunk, scan = chunks[k], first + k
+            recorded = positions.get(chunk)
+            if recorded is None:
+                positions[chunk] = scan
                 continue
-            if seen[0] < base:  # positions cut off with the buffer's front no longer count
-                seen[:] = [p for p in seen if p >= base]
+            # positions cut off with the buffer's front no longer count
+            if isinstance(recorded, int):
+                seen = [recorded] if recorded >= base else []
+                positions[chunk] = seen
+            else:
+                seen = recorded
+                if seen and seen[0] < base:
+                    seen[:] = [p for p in seen if p >= base]
             seen.append(scan)
-            if len(seen) >= threshold:
-                last = seen[-threshold:]
-                if (last[-1] - last[0]) / (threshold - 1) <= s.max_average_distance:
-                    periods = {buffer[p - base:q - base] for p, q in pairwise(last)}
-                    if len(periods) <= s.max_distinct_periods:
-                        self._scan = scan  # the scan stops here: the next text records this chunk again
-                        return self._detection(
-                            "content_loop",
-                            f"the same {size} characters were repeated {threshold} times",
-                            {"chunk": chunk, "count": len(seen)},
-                        )
-            scan += 1
-        self._scan = scan
-        return None
+            if len(seen) < threshold:
+                continue
+            tail = seen[-threshold:]
+            if (tail[-1] - tail[0]) / (threshold - 1) > s.max_average_distance:
+                continue
+            if len({buffer[p - base:q - base] for p, q in pairwise(tail)}) <= s.max_distinct_periods:
+                end = k  # the scan stops here: the next text records this chunk again
+                verdict = self._detection(
+                    "content_loop",
+                    f"the same {size} characters were repeated {threshold} times",
+                    {"chunk": chunk, "count": len(seen)},
+                )
+                break
+        # the others in bulk: written over every chunk scanned, then the visited ones put back
+        visited = {c: positions[c] for c in hot if c in positions}
+        positions.update(zip(chunks[:end], range(first, first + end), strict=True))
+        positions.update(visited)
+        self._scan = first + end
+        return verdict
 
 
 _RULE_SETS: dict[str, type[_Rules]] = {"openhands": _OpenHands, "openhands_sdk": _OpenHandsSDK, "gemini": _Gemini}

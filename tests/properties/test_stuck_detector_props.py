@@ -3,9 +3,10 @@ rule says, identical calls interleaved with fresh ones never trip it. Expectatio
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
-from hypothesis import given
+from hypothesis import event, given
 from hypothesis import strategies as st
 
 from pytest_loopguard import ReplayResult, replay
@@ -98,3 +99,57 @@ def test_openhands_stops_on_the_third_identical_error_and_never_when_interleaved
     for i in range(calls):
         interleaved += [fail(i), fresh(i)]
     assert verdicts(run("openhands", interleaved)) == []
+
+
+# ---- gemini's content check against a literal per-position reading of PRESETS.md ---------------------------
+class LiteralContent:
+    """PRESETS.md's content check, steps 4 and 5, written out position by position (relative positions,
+    every list shifted when the buffer's front is cut): the reference the engine's bulk scan must match."""
+
+    def __init__(self, size: int, threshold: int, distance: int, periods: int, cap: int) -> None:
+        self.size, self.threshold, self.distance, self.periods, self.cap = size, threshold, distance, periods, cap
+        self.buffer, self.scan = "", 0
+        self.positions: dict[str, list[int]] = {}
+
+    def add(self, text: str) -> bool:
+        self.buffer += text
+        excess = len(self.buffer) - self.cap
+        if excess > 0:
+            self.buffer = self.buffer[excess:]
+            self.scan = max(0, self.scan - excess)
+            shifted = {c: [p - excess for p in ps if p - excess >= 0] for c, ps in self.positions.items()}
+            self.positions = {c: ps for c, ps in shifted.items() if ps}
+        while self.scan + self.size <= len(self.buffer):
+            chunk = self.buffer[self.scan:self.scan + self.size]
+            seen = self.positions.setdefault(chunk, [])
+            seen.append(self.scan)
+            if len(seen) >= self.threshold:
+                last = seen[-self.threshold:]
+                gaps = {self.buffer[p:q] for p, q in pairwise(last)}
+                if (last[-1] - last[0]) / (self.threshold - 1) <= self.distance and len(gaps) <= self.periods:
+                    return True
+            self.scan += 1
+        return False
+
+
+@given(
+    texts=st.lists(st.lists(st.sampled_from(["ab", "abc", "b", "ca", " ", "xy", "abab"]), min_size=1, max_size=8)
+                   .map("".join), min_size=1, max_size=40),
+    size=st.integers(2, 6), threshold=st.integers(2, 6), distance=st.integers(2, 40), periods=st.integers(1, 4),
+    cap=st.integers(10, 120),
+)
+def test_gemini_content_scan_matches_the_literal_reading(texts: list[str], size: int, threshold: int, distance: int,
+                                                         periods: int, cap: int) -> None:
+    policy = {"preset": "gemini-cli", "stuck_detector": {
+        "chunk_size": size, "content_threshold": threshold, "max_average_distance": distance,
+        "max_distinct_periods": periods, "content_buffer": cap}}
+    reference = LiteralContent(size, threshold, distance, periods, cap)
+    expected: list[tuple[int, str, str]] = []
+    for i, text in enumerate(texts):
+        if reference.add(text):
+            expected.append((i, "warn" if not expected else "stop", "stuck_detector.content_loop"))
+            if len(expected) == 2:  # the second detection of a prompt stops the run
+                break
+    steps = [{"message": {"role": "assistant", "text": t}} for t in texts]
+    event(f"{len(expected)} detections")
+    assert verdicts(run(policy, steps)) == expected
