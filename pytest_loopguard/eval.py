@@ -24,7 +24,7 @@ from .evalruns import CALL_KINDS, Run, call_count
 from .labels import Labels, LoopLabel, RunLabel
 from .model import ReplayResult
 from .policy import Policy
-from .replay import replay
+from .replay import execute
 
 __all__ = [
     "FORCE_DONE",
@@ -280,7 +280,7 @@ def score_policy(policy: Policy, runs: Sequence[Run], labelled: Mapping[int, Run
     """Replay every run under `policy` and score it."""
     scores = []
     for i, run in enumerate(runs):
-        scores.append(score_run(run, labelled.get(i), replay(run.trace, policy)))
+        scores.append(score_run(run, labelled.get(i), execute(run.trace, policy)))  # scenarios run too
     shares: dict[str, Share] = {}
     for outcome in ("resolved", "failed", "all"):
         group = [s for s in scores if outcome in (s.outcome, "all")]
