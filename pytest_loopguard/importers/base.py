@@ -12,8 +12,8 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections import Counter
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
