@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import unicodedata
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -156,19 +157,19 @@ class ImportedRun:
     counts: Counter[str] = field(default_factory=Counter)
 
 
-class Importer:
+class Importer(ABC):
     """Base of every importer: `name` is the `--from` value; subclasses implement `sniff` and `convert`."""
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
 
+    @abstractmethod
     def sniff(self, source: Source) -> bool:
         """Cheap recognition (look at `source.head` or the parsed document's top-level keys)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def convert(self, source: Source) -> Iterator[ImportedRun]:
         """Yield one `ImportedRun` per run in the source."""
-        raise NotImplementedError
 
 
 # letters and digits of any script stay (a run named in Japanese keeps its name); anything else a file
