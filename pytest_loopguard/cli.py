@@ -262,7 +262,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         raise TraceError("not a scenario (a scenario has `mode: simulate`); use `loopguard replay`",
                          file=trace.path, field="mode")
     # Imported by name: the simulators build on this package, not the reverse.
-    simulation = importlib.import_module("simulators.scenario").simulate(trace, args.policy)
+    simulation = importlib.import_module("loopguard_simulators.scenario").simulate(trace, args.policy)
     if args.output:
         dump(simulation.recorded, args.output)
     result: ReplayResult = simulation.result

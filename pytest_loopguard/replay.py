@@ -144,7 +144,7 @@ def execute(trace: Trace, policy: Any = None) -> ReplayResult:
     scenario's run expectations), so `expect.check` applies to both alike.
     """
     if trace.mode == "simulate":
-        from simulators.scenario import simulate  # the simulators build on this package, not the reverse
+        from loopguard_simulators.scenario import simulate  # the simulators build on this package, not the reverse
 
         return simulate(trace, policy).result
     return replay(trace, policy)

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from loopguard_simulators import simulate
 from pytest_loopguard.errors import ScenarioError, TraceError
 from pytest_loopguard.expect import check
 from pytest_loopguard.model import ReplayResult, Verdict
 from pytest_loopguard.replay import execute, replay
 from pytest_loopguard.traceio import dumps, load, loads
-from simulators import simulate
 
 CORPUS = Path(__file__).resolve().parents[2] / "traces" / "scenarios"
 SCENARIOS = sorted(CORPUS.glob("*.yaml"))
