@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import sys
 import warnings
@@ -32,8 +31,8 @@ from .errors import LoopguardError, LoopguardWarning, TraceError
 from .expect import Mismatch, check
 from .model import ReplayResult, Trace
 from .policy import ALIASES, Policy, preset_names, resolve_policy
-from .replay import execute
 from .report import json_entry, mismatch_table, shorten, summary_table, timeline_table
+from .runner import execute, simulate
 from .traceio import dump, load_file, validate_paths
 
 __all__ = ["main"]
@@ -261,8 +260,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if trace.mode != "simulate":
         raise TraceError("not a scenario (a scenario has `mode: simulate`); use `loopguard replay`",
                          file=trace.path, field="mode")
-    # Imported by name: the simulators build on this package, not the reverse.
-    simulation = importlib.import_module("loopguard_simulators.scenario").simulate(trace, args.policy)
+    simulation = simulate(trace, args.policy)
     if args.output:
         dump(simulation.recorded, args.output)
     result: ReplayResult = simulation.result

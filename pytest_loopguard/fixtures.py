@@ -16,8 +16,8 @@ import pytest
 from .expect import Mismatch, check
 from .model import ReplayResult, Trace
 from .policy import Policy, resolve_policy
-from .replay import execute
 from .report import mismatch_table, outcome_line, status
+from .runner import execute
 from .traceio import load, trace_from_mapping
 
 __all__ = ["Loopguard", "TraceBuilder", "loopguard", "trace_builder"]

@@ -21,8 +21,8 @@ from .errors import LoopguardError, LoopguardWarning, PolicyError, TraceError
 from .expect import Mismatch, check
 from .model import ReplayResult, RunExpect, Step, StepExpect, StepResult, Trace
 from .policy import resolve_policy
-from .replay import execute
 from .report import json_entry, mismatch_table, outcome_line, shorten, status, write_json_report
+from .runner import execute
 from .traceio import SUFFIXES, dumps, expect_to_value, load_file
 
 __all__ = ["TraceFile", "TraceItem", "TraceMismatch", "observed_trace"]
