@@ -32,8 +32,8 @@ from .expect import Mismatch, check
 from .model import ReplayResult, Trace
 from .policy import ALIASES, Policy, preset_names, resolve_policy
 from .report import json_entry, mismatch_table, shorten, summary_table, timeline_table
-from .runner import execute, simulate
-from .traceio import dump, load_file, validate_paths
+from .runner import execute, load_file, simulate, validate_paths
+from .traceio import dump
 
 __all__ = ["main"]
 

@@ -22,8 +22,8 @@ from .expect import Mismatch, check
 from .model import ReplayResult, RunExpect, Step, StepExpect, StepResult, Trace
 from .policy import resolve_policy
 from .report import json_entry, mismatch_table, outcome_line, shorten, status, write_json_report
-from .runner import execute
-from .traceio import SUFFIXES, dumps, expect_to_value, load_file
+from .runner import execute, load_file
+from .traceio import SUFFIXES, dumps, expect_to_value
 
 __all__ = ["TraceFile", "TraceItem", "TraceMismatch", "observed_trace"]
 

@@ -347,6 +347,18 @@ def test_simulate_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert status == 2 and "not a scenario (a scenario has `mode: simulate`)" in err
 
 
+BAD_SCENARIO = "loopguard: 1\nname: bad-scenario\nmode: simulate\npolicy: default\nagent: {behaviour: nosuch}\n"
+
+
+@pytest.mark.parametrize("command", ["validate", "run", "replay", "simulate"])
+def test_a_malformed_scenario_is_bad_input_for_every_command(command: str, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = write(tmp_path, "s.yaml", BAD_SCENARIO)
+    status, _, err = run(capsys, command, str(scenario))
+    assert status == 2
+    assert f"{scenario}: field 'agent.behaviour': unknown behaviour 'nosuch'" in err
+
+
 SCENARIO = """
 loopguard: 1
 name: cli-scenario
