@@ -21,7 +21,8 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TextIO
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
 
 from tabulate import tabulate
 
@@ -57,9 +58,25 @@ def _err(text: str) -> None:
     print(text, file=sys.stderr)
 
 
+def _error(text: object) -> None:
+    """One line on stderr with the prefix every command (and argparse) uses for errors."""
+    _err(f"loopguard: error: {text}")
+
+
 def _json(value: Any, stream: TextIO | None = None) -> None:
-    # Verdict data may hold tuples or other plain values; str() keeps the output valid JSON.
-    print(json.dumps(value, indent=2, ensure_ascii=False, default=str), file=stream or sys.stdout)
+    # Verdict data may hold tuples or other plain values; str() keeps the output valid JSON. Non-ASCII text is
+    # escaped when the stream cannot encode it (PYTHONIOENCODING=ascii), so JSON stays exact either way.
+    out = stream or sys.stdout
+    utf = (getattr(out, "encoding", None) or "utf-8").lower().replace("-", "").startswith("utf")
+    print(json.dumps(value, indent=2, ensure_ascii=not utf, default=str), file=out)
+
+
+def _tolerant_streams() -> None:
+    """A terminal that cannot show `…` or `—` gets `?` instead of a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
 
 
 @contextmanager
@@ -73,7 +90,7 @@ def _trace_warnings() -> Iterator[None]:
 def _report_warnings(traces: Sequence[Trace]) -> None:
     for trace in traces:
         for text in trace.warnings:
-            _err(f"warning: {text}")
+            _err(f"loopguard: warning: {text}")
 
 
 def _load_corpus(paths: Sequence[str]) -> list[Trace]:
@@ -82,7 +99,7 @@ def _load_corpus(paths: Sequence[str]) -> list[Trace]:
         traces, errors = validate_paths(paths)
     _report_warnings(traces)
     for error in errors:
-        _err(f"error: {error}")
+        _error(error)
     if errors:
         n = len(errors)
         _err(f"loopguard: {n} bad input{'s' if n != 1 else ''}")
@@ -149,7 +166,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         _out()
         _out(f"loopguard: {len(results)} traces replayed, {failed} mismatched")
     for error in errors:
-        _err(f"error: {error}")
+        _error(error)
     if errors:
         return EXIT_BAD_INPUT
     return EXIT_MISMATCH if any(m for _, m in results) else EXIT_OK
@@ -175,7 +192,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         traces, errors = validate_paths(args.paths)
     _report_warnings(traces)
     for error in errors:
-        _err(f"error: {error}")
+        _error(error)
     files = len({t.path for t in traces})
     _out(f"{len(traces)} traces in {files} files ok, {len(errors)} bad")
     return EXIT_BAD_INPUT if errors else EXIT_OK
@@ -262,6 +279,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
                          file=trace.path, field="mode")
     simulation = simulate(trace, args.policy)
     if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         dump(simulation.recorded, args.output)
     result: ReplayResult = simulation.result
     if args.json:
@@ -285,8 +303,26 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 # ---- parser ----------------------------------------------------------------------------------------
+class _Parser(argparse.ArgumentParser):
+    """argparse with the one error prefix: a subcommand's usage error reads `loopguard: error:` too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"loopguard: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="loopguard", description="Replay agent tool-call traces through loop policies and check the verdicts."
     )
     parser.add_argument("--version", action="version", version=f"loopguard {__version__}")
@@ -326,7 +362,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     p = add("bench", _cmd_bench, "replay speed of synthetic traces under each preset")
-    p.add_argument("--events", type=int, default=20000, help="events per preset (default 20000)")
+    p.add_argument("--events", type=_positive_int, default=20000, help="events per preset (default 20000)")
     p.add_argument("--policy", action="append", metavar="P", help="a preset or policy file; repeatable")
     p.add_argument("--seed", type=int, default=0)
     return parser
@@ -334,6 +370,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `loopguard` command; returns the exit status (0 ok, 1 mismatch, 2 bad input)."""
+    _tolerant_streams()
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -344,12 +381,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _BadInput:
         return EXIT_BAD_INPUT
     except LoopguardError as exc:
-        _err(f"loopguard: error: {exc}")
+        _error(exc)
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # output piped into `head`: nothing left to say
         return EXIT_OK
     except OSError as exc:  # e.g. -o into a folder that does not exist
-        _err(f"loopguard: error: {exc.filename or ''}: {exc.strerror}")
+        _error(f"{exc.filename or ''}: {exc.strerror}")
         return EXIT_BAD_INPUT
     return status
 
