@@ -1,6 +1,7 @@
 """The `loopguard` command: replay a corpus, show one timeline, validate files, compare presets and policies.
 
-    loopguard run [PATHS...] [--policy P] [--json]        replay and check expectations (exit 1 on a mismatch)
+    loopguard run [PATHS...] [--policy P] [--json]        replay and check expectations (exit 1 on a mismatch);
+                                                          PATHS default to the loopguard_paths ini option
     loopguard replay FILE[::NAME] [--policy P] [--json]    one trace's verdict timeline
     loopguard validate PATHS...                            load every file, report every bad one
     loopguard presets [NAMES...] [--json]                  presets' settings side by side
@@ -30,6 +31,7 @@ from . import __version__
 from .engines import ENGINE_ORDER, registry
 from .errors import LoopguardError, LoopguardWarning, TraceError
 from .expect import Mismatch, check
+from .inifile import trace_paths
 from .model import ReplayResult, Trace
 from .policy import ALIASES, Policy, preset_names, resolve_policy
 from .report import json_entry, mismatch_table, shorten, summary_table, timeline_table
@@ -142,7 +144,7 @@ def _first_intervention(result: ReplayResult) -> str:
 def _cmd_run(args: argparse.Namespace) -> int:
     policy = _policy_arg(args.policy)
     with _trace_warnings():
-        traces, errors = validate_paths(args.paths)
+        traces, errors = validate_paths(args.paths or trace_paths(Path.cwd()))
     _report_warnings(traces)
     results: list[tuple[ReplayResult, list[Mismatch]]] = []
     for trace in traces:
@@ -334,7 +336,8 @@ def _parser() -> argparse.ArgumentParser:
         return p
 
     p = add("run", _cmd_run, "replay every trace under PATHS and check its expectations (exit 1 on a mismatch)")
-    p.add_argument("paths", nargs="*", default=["traces"], metavar="PATHS", help="files or folders (default: traces)")
+    p.add_argument("paths", nargs="*", metavar="PATHS",
+                   help="files or folders (default: the loopguard_paths ini option, as pytest reads it; else traces)")
     p.add_argument("--policy", help="replay every trace under this preset or policy file instead of its own")
     p.add_argument("--json", action="store_true", help="print a JSON list, one entry per trace")
 

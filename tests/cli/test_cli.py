@@ -486,3 +486,14 @@ def test_simulate_creates_the_output_folder(tmp_path: Path, capsys: pytest.Captu
     status, out, _ = run(capsys, "simulate", str(scenario), "-o", str(recorded))
     assert status == 0 and f"recorded trace written to {recorded}" in out
     assert load(recorded).name == "cli-scenario"
+
+
+def test_run_without_paths_replays_the_loopguard_paths_of_the_ini(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, "pyproject.toml", '[tool.pytest.ini_options]\nloopguard_paths = ["agent/corpus"]\n')
+    write(tmp_path, "agent/corpus/a.yaml", PASSING)
+    write(tmp_path, "traces/failing.yaml", FAILING)  # the default folder: not the configured one
+    monkeypatch.chdir(write(tmp_path, "agent/notes.txt", "").parent)
+    status, out, err = run(capsys, "run", "--json")
+    assert (status, err) == (0, "")
+    assert [entry["trace"] for entry in json.loads(out)] == ["passing"]
