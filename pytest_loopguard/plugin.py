@@ -290,6 +290,8 @@ class TraceItem(pytest.Item):
             # The description says what the trace proves: the first thing a reader of a failure needs.
             about = f"\n{shorten(self.trace.description, 160)}" if self.trace.description else ""
             return f"{where}: {error}{about}\n{mismatch_table(error.result, error.mismatches)}"
+        if isinstance(error, LoopguardWarning):  # `-W error` turned the trace's warning (a torn JSONL line) into this
+            return f"{where}: trace {self.trace.name}: warning treated as an error: {error}"
         if isinstance(error, TraceError):  # e.g. a malformed scenario, found when it runs
             return f"trace {self.trace.name}: {_relocated(error, self.path, self.config.rootpath)}"
         if isinstance(error, LoopguardError):
