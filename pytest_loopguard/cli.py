@@ -29,11 +29,12 @@ from tabulate import tabulate
 
 from . import __version__
 from .engines import ENGINE_ORDER, registry
-from .errors import LoopguardError, LoopguardWarning, TraceError
+from .errors import LoopguardError, LoopguardWarning, PolicyError, TraceError
 from .expect import Mismatch, check
 from .inifile import trace_paths
 from .model import ReplayResult, Trace
 from .policy import ALIASES, Policy, preset_names, resolve_policy
+from .policy_option import parse_policy_option
 from .report import json_entry, mismatch_table, shorten, summary_table, timeline_table
 from .runner import execute, load_file, simulate, validate_paths
 from .traceio import dump
@@ -127,7 +128,15 @@ def _load_one(spec: str) -> Trace:
     return traces[0]
 
 
-def _policy_arg(spec: str | None) -> Policy | None:
+def _policy_type(text: str) -> str | dict[str, Any]:
+    """argparse type of `--policy`: a preset, a policy file or an inline mapping `{preset: x, ...}`."""
+    try:
+        return parse_policy_option(text)
+    except PolicyError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _policy_arg(spec: str | dict[str, Any] | None) -> Policy | None:
     """The --policy option resolved once (so a bad name fails before any replay), or None."""
     return resolve_policy(spec) if spec is not None else None
 
@@ -338,12 +347,14 @@ def _parser() -> argparse.ArgumentParser:
     p = add("run", _cmd_run, "replay every trace under PATHS and check its expectations (exit 1 on a mismatch)")
     p.add_argument("paths", nargs="*", metavar="PATHS",
                    help="files or folders (default: the loopguard_paths ini option, as pytest reads it; else traces)")
-    p.add_argument("--policy", help="replay every trace under this preset or policy file instead of its own")
+    p.add_argument("--policy", type=_policy_type,
+                   help="replay every trace under this preset, policy file or inline {mapping} instead of its own")
     p.add_argument("--json", action="store_true", help="print a JSON list, one entry per trace")
 
     p = add("replay", _cmd_replay, "print one trace's verdict timeline")
     p.add_argument("file", metavar="FILE", help="a trace file; FILE::NAME picks one trace of several")
-    p.add_argument("--policy", help="a preset name or policy file (default: the trace's own)")
+    p.add_argument("--policy", type=_policy_type,
+                   help="a preset, policy file or inline {mapping} (default: the trace's own)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
 
     p = add("validate", _cmd_validate, "load every trace file under PATHS and report every bad one")
@@ -361,12 +372,14 @@ def _parser() -> argparse.ArgumentParser:
     p = add("simulate", _cmd_simulate, "run a scenario (mode: simulate) and record the trace it produces")
     p.add_argument("file", metavar="FILE", help="a scenario file; FILE::NAME picks one of several")
     p.add_argument("-o", "--output", metavar="OUT", help="write the recorded trace here (.yaml, .json, .jsonl)")
-    p.add_argument("--policy", help="a preset name or policy file (default: the scenario's own)")
+    p.add_argument("--policy", type=_policy_type,
+                   help="a preset, policy file or inline {mapping} (default: the scenario's own)")
     p.add_argument("--json", action="store_true")
 
     p = add("bench", _cmd_bench, "replay speed of synthetic traces under each preset")
     p.add_argument("--events", type=_positive_int, default=20000, help="events per preset (default 20000)")
-    p.add_argument("--policy", action="append", metavar="P", help="a preset or policy file; repeatable")
+    p.add_argument("--policy", action="append", type=_policy_type, metavar="P",
+                   help="a preset, policy file or inline {mapping}; repeatable")
     p.add_argument("--seed", type=int, default=0)
     return parser
 

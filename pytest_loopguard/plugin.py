@@ -21,6 +21,7 @@ from .errors import LoopguardError, LoopguardWarning, PolicyError, TraceError
 from .expect import Mismatch, check
 from .model import ReplayResult, RunExpect, Step, StepExpect, StepResult, Trace
 from .policy import resolve_policy
+from .policy_option import parse_policy_option
 from .report import json_entry, mismatch_table, outcome_line, shorten, status, write_json_report
 from .runner import execute, load_file
 from .traceio import SUFFIXES, dumps, expect_to_value
@@ -44,7 +45,7 @@ class LoopguardSession:
     Registered as a plugin so its hooks reach this session's state without module globals.
     """
 
-    policy: str | None
+    policy: str | dict[str, Any] | None  # a preset, a policy file, or an inline mapping
     matrix: tuple[str, ...]
     report_path: Path | None
     update: bool
@@ -89,7 +90,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="loopguard_policy",
         default=None,
         metavar="POLICY",
-        help="replay every trace under this policy (preset name or policy YAML) instead of its own",
+        help="replay every trace under this policy instead of its own: a preset, a policy file, "
+        "or an inline mapping such as '{preset: default, dedup: false}'",
     )
     group.addoption(
         "--loopguard-matrix",
@@ -125,7 +127,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # Import the built-in engines now: the registry caches their classes, and a module imported later (inside
     # a pytester run, which restores sys.modules afterwards) would lose the globals its settings' hints need.
     registry()
-    policy: str | None = config.getoption("loopguard_policy", None)
+    policy_text: str | None = config.getoption("loopguard_policy", None)
+    try:
+        policy = parse_policy_option(policy_text) if policy_text is not None else None
+    except PolicyError as exc:
+        raise pytest.UsageError(f"--loopguard-policy: {exc}") from None
     matrix_option: str | None = config.getoption("loopguard_matrix", None)
     matrix = tuple(p.strip() for p in matrix_option.split(",") if p.strip()) if matrix_option is not None else ()
     update = bool(config.getoption("loopguard_update", False))

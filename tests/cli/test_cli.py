@@ -497,3 +497,13 @@ def test_run_without_paths_replays_the_loopguard_paths_of_the_ini(tmp_path: Path
     status, out, err = run(capsys, "run", "--json")
     assert (status, err) == (0, "")
     assert [entry["trace"] for entry in json.loads(out)] == ["passing"]
+
+
+def test_policy_accepts_an_inline_mapping(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write(tmp_path, "a.yaml", PASSING)  # default: warn at 3, block at 5
+    inline = "{preset: default, loop_guard: {block_at: 4}}"  # a block skips the call; the run goes on
+    status, out, _ = run(capsys, "replay", str(trace), "--json", "--policy", inline)
+    assert status == 0
+    assert [s["action"] for s in json.loads(out)["steps"]] == ["allow", "allow", "warn", "block", "block"]
+    status, _, err = run(capsys, "run", str(trace), "--policy", "{preset: default, dedup: maybe}")
+    assert status == 2 and err.startswith("loopguard: error: policy field 'dedup'")
