@@ -42,3 +42,9 @@ def blocks(path: Path) -> list[Block]:
 def all_blocks(*langs: str) -> list[Block]:
     """Every block of the given languages in every Markdown file."""
     return [b for path in markdown_files() for b in blocks(path) if b.lang in langs]
+
+
+def prose(path: Path) -> str:
+    """The page without its fenced blocks (each replaced by as many empty lines, so line numbers hold)."""
+    text = path.read_text(encoding="utf-8")
+    return _FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)

@@ -22,13 +22,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from markdown_blocks import ROOT, Block, all_blocks, blocks, markdown_files
+from markdown_blocks import ROOT, Block, all_blocks, blocks, markdown_files, prose
 
 from pytest_loopguard import cli
 from pytest_loopguard.expect import check
 from pytest_loopguard.model import Trace
 from pytest_loopguard.runner import execute
-from pytest_loopguard.traceio import loads
+from pytest_loopguard.traceio import load_file, loads
 
 pytest_plugins = ["pytester"]
 
@@ -147,3 +147,16 @@ def test_console_examples_exit_as_shown(block: Block, tmp_path: Path, monkeypatc
             f"{block.path.relative_to(ROOT)}:{line}: `loopguard {shlex.join(argv)}` exited {status}, "
             f"expected {expected}:\n{err[-2000:] or out[-2000:]}"
         )
+
+
+def test_test_ids_in_the_prose_name_real_traces() -> None:
+    # `traces/x.yaml::name` in a sentence is a test id a reader will paste: the file and the trace must exist
+    wrong = []
+    for page in markdown_files():
+        for number, line in enumerate(prose(page).splitlines(), start=1):
+            for path, name in re.findall(r"`(traces/[^`\s:]+)::([^`\s\[]+)`", line):
+                file = ROOT / path
+                names = [t.name for t in load_file(file)] if file.is_file() else []
+                if name not in names:
+                    wrong.append(f"{_page_id(page)}:{number}: {path}::{name}")
+    assert wrong == [], f"test ids naming no trace: {wrong}"
