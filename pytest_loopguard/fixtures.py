@@ -186,8 +186,26 @@ class TraceBuilder:
         fields = {"input_tokens": input_tokens, "output_tokens": output_tokens, "error": error, "text": text}
         return self._add({"llm": {k: v for k, v in fields.items() if v is not None}}, expect, t)
 
-    def message(self, text: str, role: str = "user", *, expect: Any = None, t: int | None = None) -> TraceBuilder:
-        return self._add({"message": {"role": role, "text": text}}, expect, t)
+    def message(
+        self, text: str, role: str = "user", *, origin: str | None = None, name: str | None = None,
+        expect: Any = None, t: int | None = None,
+    ) -> TraceBuilder:
+        """A message; `origin` is `user` (a person, the default), `harness` or `agent` (with `name`)."""
+        fields = {"role": role, "text": text, "origin": origin, "name": name}
+        return self._add({"message": {k: v for k, v in fields.items() if v is not None}}, expect, t)
+
+    def rejected(
+        self, reason: str = "no tool call", text: str | None = None, *, input_tokens: int | None = None,
+        output_tokens: int | None = None, expect: Any = None, t: int | None = None,
+    ) -> TraceBuilder:
+        """A model turn the harness refused: a turn with no accepted call."""
+        rejected: dict[str, Any] = {"reason": reason}
+        if text is not None:
+            rejected["text"] = text
+        usage = {k: v for k, v in (("input_tokens", input_tokens), ("output_tokens", output_tokens)) if v is not None}
+        if usage:
+            rejected["llm"] = usage
+        return self._add({"rejected": rejected}, expect, t)
 
     def phase(self, phase: str, *, expect: Any = None, t: int | None = None) -> TraceBuilder:
         return self._add({"phase": phase}, expect, t)

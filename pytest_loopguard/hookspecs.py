@@ -14,7 +14,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from .conversation import PromptView
-    from .model import Done, LLMCall, Message, ToolCall, ToolResult
+    from .model import Done, LLMCall, Message, Rejected, ToolCall, ToolResult
     from .runtime import Turn
     from .tools import ToolRule
 
@@ -96,7 +96,17 @@ def loopguard_phase(phase: str) -> Any:
 
 @hookspec
 def loopguard_message(message: Message) -> Any:
-    """Called for each message (a user message starts a new prompt: engines that reset per prompt do)."""
+    """Called for each message. Only a person's prompt (`message.from_user`: role user, origin user)
+    starts a new prompt: engines that reset per prompt do so then, never for harness or agent messages."""
+
+
+@hookspec
+def loopguard_rejected(rejected: Rejected) -> Any:
+    """Called for a model turn the harness refused (a `rejected` step): a turn with no accepted call.
+
+    It comes after the turn's model usage went through `loopguard_before_llm`/`loopguard_llm_result`
+    (when the step gives `llm`) and after the previous turn ended. May return verdicts.
+    """
 
 
 @hookspec

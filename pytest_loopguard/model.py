@@ -12,6 +12,7 @@ from .fingerprint import canonical_json, ordered_args_json
 __all__ = [
     "ACTIONS",
     "LLM_ACTIONS",
+    "ORIGINS",
     "OUTCOMES",
     "PHASES",
     "SEVERITY",
@@ -22,11 +23,13 @@ __all__ = [
     "LLMCall",
     "Message",
     "Outcome",
+    "Rejected",
     "ReplayResult",
     "RunExpect",
     "Step",
     "StepExpect",
     "StepResult",
+    "StepSource",
     "Task",
     "ToolCall",
     "ToolResult",
@@ -37,14 +40,16 @@ __all__ = [
 
 Action = Literal["allow", "warn", "block", "stop", "compact", "retry", "compact_retry", "fail"]
 Outcome = Literal["completed", "stopped", "failed", "exhausted", "incomplete"]
-StepKind = Literal["tool", "llm", "phase", "message", "done"]
+StepKind = Literal["tool", "llm", "phase", "message", "done", "rejected"]
+Origin = Literal["user", "harness", "agent"]
 
 TOOL_ACTIONS: Final = ("allow", "warn", "block", "stop")
 LLM_ACTIONS: Final = ("allow", "compact", "retry", "compact_retry", "fail")
 ACTIONS: Final = ("allow", "warn", "block", "stop", "compact", "retry", "compact_retry", "fail")
 OUTCOMES: Final = ("completed", "stopped", "failed", "exhausted", "incomplete")
 PHASES: Final = ("explore", "act", "verify", "recover", "done")
-STEP_KINDS: Final = ("tool", "llm", "phase", "message", "done")
+STEP_KINDS: Final = ("tool", "llm", "phase", "message", "done", "rejected")
+ORIGINS: Final = ("user", "harness", "agent")
 
 # One ordering for both families; a step only mixes them in rare cases (a stop on the step that opens a turn).
 SEVERITY: Final[Mapping[str, int]] = MappingProxyType(
@@ -121,7 +126,12 @@ class ToolCall:
 @final
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """The result of a tool call: ok with optional text/tokens/bytes, or an error message."""
+    """The result of a tool call: ok with optional text/tokens/bytes, or an error message.
+
+    `exit_code` is the process's exit status where the tool reports one; the loader already folded it
+    into `ok` (a non-zero code with neither `ok` nor `error` written is a failure), so engines that only
+    care about success read `ok`, and the few that read the code itself find it here.
+    """
 
     ok: bool = True
     text: str | None = None
@@ -129,6 +139,7 @@ class ToolResult:
     tokens: int | None = None
     bytes: int | None = None
     changed: bool = False
+    exit_code: int | None = None
 
     @property
     def result_text(self) -> str | None:
@@ -161,8 +172,41 @@ class LLMCall:
 @final
 @dataclass(frozen=True, slots=True)
 class Message:
+    """A message in the conversation; `origin` says who wrote a user-role one (a person, the harness, an agent).
+
+    `origin` is None for system and assistant messages unless a log says otherwise; `name` names the
+    other agent when `origin` is `agent`.
+    """
+
     role: Literal["user", "system", "assistant"]
     text: str = ""
+    origin: Origin | None = None
+    name: str | None = None
+
+    @property
+    def from_user(self) -> bool:
+        """A person's prompt: role user, origin user (the default). Only these reset engines per prompt."""
+        return self.role == "user" and self.origin in (None, "user")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A model turn the harness refused (no usable call): a turn with no accepted call."""
+
+    reason: str
+    text: str | None = None
+    llm: LLMCall | None = None  # the turn's model usage, counted as an `llm` step's
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class StepSource:
+    """Where an imported step came from: the log file, its JSONL row (or None), its index there."""
+
+    file: str
+    row: int | None = None
+    index: int | str | None = None
 
 
 @final
@@ -209,7 +253,11 @@ class Task:
 @final
 @dataclass(frozen=True, slots=True, eq=False)
 class Step:
-    """One event of a trace. Exactly one of call/llm/phase/message/done is set, as `kind` says."""
+    """One event of a trace. Exactly one of call/llm/phase/message/done/rejected is set, as `kind` says.
+
+    `agent` names the acting agent in multi-agent logs; `source` points into the log the step was
+    imported from. Both are kept and written back, and no engine reads them.
+    """
 
     index: int
     kind: StepKind
@@ -223,6 +271,9 @@ class Step:
     t: int | None = None  # run clock, milliseconds
     line: int | None = None
     extensions: Mapping[str, Any] = field(default_factory=dict)
+    rejected: Rejected | None = None
+    agent: str | None = None
+    source: StepSource | None = None
 
     @property
     def outcome(self) -> ToolResult:
@@ -238,7 +289,11 @@ class Step:
         if self.phase is not None:
             return f"phase {self.phase}"
         if self.message is not None:
-            return f"message ({self.message.role})"
+            m = self.message
+            who = m.role if m.origin in (None, "user") else f"{m.role}, {m.origin}"
+            return f"message ({who})"
+        if self.rejected is not None:
+            return f"rejected: {self.rejected.reason}"[:width]
         return "done"
 
 
@@ -273,7 +328,7 @@ class Trace:
         if self.task is not None and self.task.objective:
             return self.task.objective
         for step in self.steps:
-            if step.message is not None and step.message.role == "user":
+            if step.message is not None and step.message.from_user:
                 return step.message.text
         return ""
 

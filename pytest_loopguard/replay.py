@@ -34,7 +34,8 @@ def turn_plan(steps: Sequence[Step]) -> dict[int, tuple[ToolCall, ...]]:
 
     A successful `llm` step starts a turn whose calls are the tool steps up to the next `llm` step; tool
     steps before the first `llm` step (or after a failed one) form a turn starting at the first of them;
-    a trace without `llm` steps has one turn per tool call.
+    a trace without `llm` steps has one turn per tool call. A `rejected` step is a turn of its own with
+    no calls: tool steps after it (before the next `llm` step) start a new turn.
     """
     has_llm = any(s.kind == "llm" for s in steps)
     plan: dict[int, list[ToolCall]] = {}
@@ -45,6 +46,8 @@ def turn_plan(steps: Sequence[Step]) -> dict[int, tuple[ToolCall, ...]]:
             anchor = None if step.llm.failed else step.index
             if anchor is not None:
                 plan[anchor] = []
+        elif step.kind == "rejected":
+            anchor = None
         elif step.kind == "tool":
             assert step.call is not None
             if not has_llm or anchor is None:
@@ -109,6 +112,9 @@ def replay(trace: Trace, policy: Any = None, *, plugins: Sequence[object] = ()) 
         elif kind == "message":
             assert step.message is not None
             verdicts = guard.message(step.message).verdicts
+        elif kind == "rejected":
+            assert step.rejected is not None
+            verdicts = guard.rejected(step.rejected).verdicts
         else:
             assert step.done is not None
             verdicts = guard.done(step.done).verdicts

@@ -13,20 +13,24 @@ calls it for each recorded step, and the simulator's agent loop calls it for eac
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, final
+from typing import Any, Final, final
 
 import pluggy
 
 from . import hookspecs
 from .conversation import Entry, PromptView, Transcript, chars_over_four
 from .engines import Engine, registry
-from .model import Action, Done, LLMCall, Message, Task, ToolCall, ToolResult, Verdict, combine
+from .model import Action, Done, LLMCall, Message, Rejected, Task, ToolCall, ToolResult, Verdict, combine
 from .policy import Policy
+from .targets import CallTarget, target_of
 from .tools import Classifier, Kind
 
 __all__ = ["Clock", "Decision", "Guard", "RunContext", "Turn"]
+
+_OPENER: Final = re.compile(r"(?:^|[\s;&|(])(?:open|create)\s")
 
 
 @final
@@ -87,11 +91,13 @@ class RunContext:
 
     __slots__ = (
         "_kind_cache",
+        "_target_cache",
         "calls",
         "classifier",
         "clock",
         "engines",
         "objective",
+        "open_file",
         "policy",
         "task",
         "trace_context",
@@ -124,6 +130,8 @@ class RunContext:
         self.turns = 0  # turns started so far
         self.calls = 0  # tool calls seen so far (blocked ones included)
         self._kind_cache: dict[str, Kind] = {}
+        self._target_cache: dict[str, CallTarget] = {}
+        self.open_file: str | None = None  # the file a SWE-agent `open F` made current in this run
 
     def kind(self, call: ToolCall) -> Kind:
         """The call's kind by the policy's table; cached on the call's identity."""
@@ -132,6 +140,27 @@ class RunContext:
             k = self.classifier.kind(call)
             self._kind_cache[call.ordered_fingerprint] = k
         return k
+
+    def target(self, call: ToolCall) -> CallTarget:
+        """The call's effect, verb and targets by the policy's tool table; cached on the call's identity.
+
+        Commands that act on the open file (SWE-agent `goto`, `edit`) get the file the run has open now.
+        """
+        t = self._target_cache.get(call.ordered_fingerprint)
+        if t is None:
+            t = target_of(call, self.classifier)
+            self._target_cache[call.ordered_fingerprint] = t
+        return t.resolved(self.open_file) if t.on_open else t
+
+    def ran(self, call: ToolCall) -> None:
+        """Note a call that ran: an `open F` makes F the open file for the calls after it."""
+        # only shell lines that mention an opener need reading: this runs after every call
+        rule = self.classifier.locator(call)
+        line = call.args.get(rule.shell) if rule is not None and rule.shell is not None else None
+        if isinstance(line, str) and _OPENER.search(line):
+            opened = self.target(call).opened()
+            if opened is not None:
+                self.open_file = opened
 
 
 class _EngineManager(pluggy.PluginManager):
@@ -166,7 +195,7 @@ class _EngineManager(pluggy.PluginManager):
 _EVENT_HOOKS = (
     "loopguard_turn_start", "loopguard_before_call", "loopguard_after_call", "loopguard_turn_end",
     "loopguard_before_llm", "loopguard_llm_result", "loopguard_compacted", "loopguard_phase",
-    "loopguard_message", "loopguard_done",
+    "loopguard_message", "loopguard_rejected", "loopguard_done",
 )
 
 
@@ -304,6 +333,8 @@ class Guard:
         """
         blocked = result is None
         run = self.run
+        if not blocked:
+            run.ran(call)
         turn = run.turn
         if turn is not None:
             turn.results.append(result)
@@ -352,6 +383,16 @@ class Guard:
         self.run.transcript.append(entry)
         self.run.view.append(entry)
         return self._decide(self.hook.loopguard_message(message=message))
+
+    def rejected(self, rejected: Rejected) -> Decision:
+        """A model turn the harness refused: the previous turn ends, the turn's model usage counts as a
+        model call's, and engines hear of it through `loopguard_rejected`. No turn starts: nothing ran."""
+        self.end_turn()
+        verdicts: tuple[Verdict, ...] = ()
+        if rejected.llm is not None:
+            verdicts += self.before_llm(rejected.llm).verdicts + self.llm_result(rejected.llm).verdicts
+        verdicts += self._decide(self.hook.loopguard_rejected(rejected=rejected)).verdicts
+        return Decision(combine(verdicts), verdicts) if verdicts else ALLOW
 
     def done(self, done: Done) -> Decision:
         return self._decide(self.hook.loopguard_done(done=done))

@@ -29,9 +29,11 @@ from .model import (
     Done,
     LLMCall,
     Message,
+    Rejected,
     RunExpect,
     Step,
     StepExpect,
+    StepSource,
     Task,
     ToolCall,
     ToolResult,
@@ -45,6 +47,7 @@ __all__ = [
     "FAILURE_ERRORS",
     "OBSERVATION_TOOLS",
     "OVERFLOW_ERRORS",
+    "REJECT_REASONS",
     "TRANSIENT_ERRORS",
     "argument_values",
     "arguments",
@@ -89,6 +92,10 @@ FAILURE_ERRORS: Final = (
     "No such file or directory",
     "Permission denied",
 )
+
+# Why harnesses refuse a model turn (SWE-agent, mini-swe-agent, browser-use wordings, shortened).
+REJECT_REASONS: Final = ("no tool call", "several tool calls", "format error", "unparsable output")
+_AGENTS: Final = ("Orchestrator", "WebSurfer", "Coder")
 
 _ARG_KEYS: Final = ("index", "text", "url", "query", "selector", "direction")
 _WORDS: Final = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789 -_./", max_size=12)
@@ -165,7 +172,7 @@ def tool_results(*, failures: bool = True, text: bool = True) -> SearchStrategy[
 
 
 # ---- building traces -------------------------------------------------------------------------------------
-StepLike = ToolCall | tuple[ToolCall, ToolResult | None] | Step | LLMCall | Message | Done | str
+StepLike = ToolCall | tuple[ToolCall, ToolResult | None] | Step | LLMCall | Message | Done | Rejected | str
 
 
 def _to_step(item: StepLike, index: int) -> Step:
@@ -182,6 +189,8 @@ def _to_step(item: StepLike, index: int) -> Step:
         return Step(index, "message", message=item)
     if isinstance(item, Done):
         return Step(index, "done", done=item)
+    if isinstance(item, Rejected):
+        return Step(index, "rejected", rejected=item)
     if isinstance(item, str) and item in PHASES:
         return Step(index, "phase", phase=item)
     raise TypeError(f"cannot make a step of {item!r}")
@@ -423,21 +432,72 @@ def _step_expects() -> SearchStrategy[StepExpect | None]:
     return st.one_of(st.none(), st.builds(StepExpect, action=actions), long)
 
 
+def _exit_code_results() -> SearchStrategy[ToolResult]:
+    """Results carrying an exit code as the loader reads them: a non-zero code alone is a failure, and an
+    explicit `ok: true` or an error keeps its say."""
+    codes = st.integers(min_value=-9, max_value=255)
+    return st.one_of(
+        st.builds(lambda c: ToolResult(ok=c == 0, exit_code=c), codes),
+        st.builds(lambda c, t: ToolResult(ok=True, text=t, exit_code=c), codes, st.none() | _WORDS),
+        st.builds(lambda c, e: ToolResult(ok=False, error=e, exit_code=c), codes, st.sampled_from(FAILURE_ERRORS)),
+    )
+
+
+def _messages(text: SearchStrategy[str], additions: bool) -> SearchStrategy[Message]:
+    plain = st.builds(Message, st.sampled_from(("user", "system", "assistant")), text)
+    if not additions:
+        return plain
+    return st.one_of(
+        plain,
+        st.builds(Message, st.sampled_from(("user", "system")), text, st.just("harness")),
+        st.builds(Message, st.sampled_from(("user", "assistant")), text, st.just("agent"), st.sampled_from(_AGENTS)),
+        st.builds(Message, st.just("user"), text, st.just("user")),
+    )
+
+
+def _with_step_additions(step: SearchStrategy[Step]) -> SearchStrategy[Step]:
+    """`agent` and `source` on any step, as a multi-agent import writes them."""
+    sources = st.none() | st.builds(
+        StepSource,
+        st.sampled_from(("run.jsonl", "logs/trajectory.json")),
+        st.none() | st.integers(0, 500),
+        st.none() | st.integers(0, 500) | st.sampled_from(("evt-1", "span-7f")),
+    )
+    return st.builds(
+        lambda s, agent, source: dataclasses.replace(s, agent=agent, source=source),
+        step, st.none() | st.sampled_from(_AGENTS), sources,
+    )
+
+
 def steps(
     *,
     kinds: Sequence[str] = ("tool", "llm", "phase", "message", "done"),
     unicode: bool = True,
     expectations: bool = True,
+    additions: bool = False,
 ) -> SearchStrategy[Step]:
-    """One step of any of `kinds` (index 0: `build_trace` numbers them), optionally with an `expect`."""
+    """One step of any of `kinds` (index 0: `build_trace` numbers them), optionally with an `expect`.
+
+    `kinds` may include `rejected`. `additions=True` also draws the fields real runs carry: exit codes,
+    message origins, and each step's `agent` and `source`; without it the draws are those of before.
+    """
     text = _text(20) if unicode else _WORDS
     expects = _step_expects() if expectations else st.none()
     times = st.none() | st.integers(min_value=0, max_value=10**7)
+    results = tool_results() | _exit_code_results() if additions else tool_results()
+    usage = st.builds(LLMCall, input_tokens=st.none() | st.integers(0, 10**6),
+                      output_tokens=st.none() | st.integers(0, 10**4))
     by_kind: dict[str, SearchStrategy[Step]] = {
         "tool": st.builds(
             lambda call, result, expect, t: Step(0, "tool", call=call, result=result, expect=expect, t=t),
             tool_calls(args=arguments(unicode=unicode)),
-            tool_results(),
+            results,
+            expects,
+            times,
+        ),
+        "rejected": st.builds(
+            lambda rejected, expect, t: Step(0, "rejected", rejected=rejected, expect=expect, t=t),
+            st.builds(Rejected, st.sampled_from(REJECT_REASONS), st.none() | text, st.none() | usage),
             expects,
             times,
         ),
@@ -459,7 +519,7 @@ def steps(
                            st.sampled_from(PHASES), expects),
         "message": st.builds(
             lambda message, expect: Step(0, "message", message=message, expect=expect),
-            st.builds(Message, st.sampled_from(("user", "system", "assistant")), text),
+            _messages(text, additions),
             expects,
         ),
         "done": st.builds(
@@ -468,7 +528,8 @@ def steps(
             expects,
         ),
     }
-    return st.one_of(*(by_kind[k] for k in kinds))
+    drawn = st.one_of(*(by_kind[k] for k in kinds))
+    return _with_step_additions(drawn) if additions else drawn
 
 
 def traces(
@@ -479,9 +540,11 @@ def traces(
     max_steps: int = 15,
     unicode: bool = True,
     expectations: bool = True,
+    additions: bool = False,
 ) -> SearchStrategy[Trace]:
     """A whole trace with header fields (tags, task, context, strict, run expectations) and steps of any
-    `kinds`. `policy` defaults to a drawn preset name."""
+    `kinds` (`rejected` included when named; `additions` as for `steps`). `policy` defaults to a drawn
+    preset name."""
     # strategies are built once here, not per draw: building and validating them dominates generation
     text = _text(20) if unicode else _WORDS
     specs: SearchStrategy[Any]
@@ -491,7 +554,7 @@ def traces(
         specs = policy
     else:
         specs = st.just(policy)
-    step_lists = st.lists(steps(kinds=kinds, unicode=unicode, expectations=expectations),
+    step_lists = st.lists(steps(kinds=kinds, unicode=unicode, expectations=expectations, additions=additions),
                           min_size=min_steps, max_size=max_steps)
     tasks = st.none() | st.builds(
         Task,

@@ -19,14 +19,17 @@ import yaml
 from .errors import PolicyError, TraceError, warn
 from .model import (
     ACTIONS,
+    ORIGINS,
     OUTCOMES,
     PHASES,
     Done,
     LLMCall,
     Message,
+    Rejected,
     RunExpect,
     Step,
     StepExpect,
+    StepSource,
     Task,
     ToolCall,
     ToolResult,
@@ -56,7 +59,7 @@ TOP_KEYS: Final = (
     "loopguard", "name", "description", "tags", "source", "policy", "task", "context", "strict",
     "steps", "expect", "mode", "env", "agent", "seed", "max_turns",
 )
-STEP_KINDS_KEYS: Final = ("tool", "llm", "phase", "message", "done")
+STEP_KINDS_KEYS: Final = ("tool", "llm", "phase", "message", "done", "rejected")
 SOURCE_KINDS: Final = ("synthetic", "recorded", "imported", "simulated")
 SOURCE_KEYS: Final = ("kind", "agent", "model", "origin", "license")
 BUDGET_KEYS: Final = (
@@ -64,8 +67,17 @@ BUDGET_KEYS: Final = (
     "max_failure_streak", "max_same_url_navigations", "allowed_domains", "checkpoint_every_calls",
 )
 CONTEXT_KEYS: Final = ("window_tokens",)
-RESULT_KEYS: Final = ("ok", "text", "error", "tokens", "bytes", "changed")
+RESULT_KEYS: Final = ("ok", "text", "error", "tokens", "bytes", "changed", "exit_code")
 LLM_KEYS: Final = ("input_tokens", "output_tokens", "error", "text")
+USAGE_KEYS: Final = ("input_tokens", "output_tokens")  # a rejected turn's `llm`: usage only, it did not fail
+MESSAGE_KEYS: Final = ("role", "text", "origin", "name")
+REJECTED_KEYS: Final = ("reason", "text", "llm")
+STEP_SOURCE_KEYS: Final = ("file", "row", "index")
+# which roles each origin may speak in: a person writes user turns; harness feedback arrives as a user or
+# system turn; another agent's words arrive as a user turn or, in group chats, an assistant turn
+ORIGIN_ROLES: Final[Mapping[str, tuple[str, ...]]] = {
+    "user": ("user",), "harness": ("user", "system"), "agent": ("user", "assistant"),
+}
 EXPECT_KEYS: Final = ("action", "engine", "reason", "message", "data")
 RUN_EXPECT_KEYS: Final = ("outcome", "stopped_by", "stopped_at", "counts")
 STEP_ACTIONS: Final = (*ACTIONS, "not_reached")
@@ -160,14 +172,21 @@ def _result(raw: Any, step: int) -> ToolResult:
     error = r.get("error")
     if error is not None:
         error = _str(error, "result.error", step)
-    ok = _bool(r["ok"], "result.ok", step) if "ok" in r else error is None
+    exit_code: int | None = None
+    if r.get("exit_code") is not None:
+        code = r["exit_code"]
+        if isinstance(code, bool) or not isinstance(code, int):
+            raise _fail(f"expected an integer exit code, got {code!r}", "result.exit_code", step)
+        exit_code = code
+    # `ok` and `error` decide when written; otherwise a non-zero exit code is a failure
+    ok = _bool(r["ok"], "result.ok", step) if "ok" in r else error is None and not exit_code
     if ok and error is not None:
         raise _fail("a result with an error cannot be ok: true", "result.ok", step)
     text = _str(r["text"], "result.text", step) if r.get("text") is not None else None
     tokens = _int(r["tokens"], "result.tokens", step) if r.get("tokens") is not None else None
     size = _int(r["bytes"], "result.bytes", step) if r.get("bytes") is not None else None
     changed = _bool(r["changed"], "result.changed", step) if "changed" in r else False
-    return ToolResult(ok=ok, text=text, error=error, tokens=tokens, bytes=size, changed=changed)
+    return ToolResult(ok=ok, text=text, error=error, tokens=tokens, bytes=size, changed=changed, exit_code=exit_code)
 
 
 def parse_step_expect(raw: Any, step: int | None = None) -> StepExpect:
@@ -196,11 +215,13 @@ def _step(raw: Any, index: int) -> Step:
         found = f"found {', '.join(kinds)}" if kinds else "found none"
         raise _fail(f"a step needs exactly one of {', '.join(STEP_KINDS_KEYS)} ({found})", None, index)
     kind = kinds[0]
-    allowed = {kind, "expect", "t"} | ({"args", "result"} if kind == "tool" else set())
+    allowed = {kind, "expect", "t", "agent", "source"} | ({"args", "result"} if kind == "tool" else set())
     _keys(s, allowed, None, index)
     expect = parse_step_expect(s["expect"], index) if s.get("expect") is not None else None
     t = _int(s["t"], "t", index) if s.get("t") is not None else None
-    common: dict[str, Any] = {"expect": expect, "t": t, "extensions": _ext(s)}
+    agent = _str(s["agent"], "agent", index, empty=False) if s.get("agent") is not None else None
+    source = _step_source(s["source"], index) if s.get("source") is not None else None
+    common: dict[str, Any] = {"expect": expect, "t": t, "extensions": _ext(s), "agent": agent, "source": source}
     if kind == "tool":
         tool = _str(s["tool"], "tool", index, empty=False)
         if "\x1f" in tool:
@@ -215,24 +236,13 @@ def _step(raw: Any, index: int) -> Step:
         result = _result(s["result"], index) if s.get("result") is not None else None
         return Step(index, "tool", call=call, result=result, **common)
     if kind == "llm":
-        raw_llm = s["llm"] if s["llm"] is not None else {}
-        m = _mapping(raw_llm, "llm", index)
-        _keys(m, LLM_KEYS, "llm", index)
-        llm = LLMCall(
-            input_tokens=_opt_int(m, "input_tokens", "llm.input_tokens", index),
-            output_tokens=_opt_int(m, "output_tokens", "llm.output_tokens", index),
-            error=_str(m["error"], "llm.error", index) if m.get("error") is not None else None,
-            text=_str(m["text"], "llm.text", index) if m.get("text") is not None else None,
-        )
-        return Step(index, "llm", llm=llm, **common)
+        return Step(index, "llm", llm=_llm(s["llm"], "llm", LLM_KEYS, index), **common)
+    if kind == "rejected":
+        return Step(index, "rejected", rejected=_rejected(s["rejected"], index), **common)
     if kind == "phase":
         return Step(index, "phase", phase=_choice(s["phase"], PHASES, "phase", index, "phase"), **common)
     if kind == "message":
-        m = _mapping(s["message"], "message", index)
-        _keys(m, ("role", "text"), "message", index)
-        role = _choice(m.get("role", "user"), ("user", "system", "assistant"), "message.role", index, "role")
-        text = _str(m.get("text", ""), "message.text", index)
-        return Step(index, "message", message=Message(role, text), **common)  # type: ignore[arg-type]
+        return Step(index, "message", message=_message(s["message"], index), **common)
     raw_done = s["done"]
     if raw_done is None or raw_done is True:
         raw_done = {}
@@ -240,6 +250,59 @@ def _step(raw: Any, index: int) -> Step:
     _keys(d, ("success", "text"), "done", index)
     success = _bool(d["success"], "done.success", index) if d.get("success") is not None else None
     return Step(index, "done", done=Done(success, _str(d.get("text", ""), "done.text", index)), **common)
+
+
+def _llm(raw: Any, field: str, keys: tuple[str, ...], step: int) -> LLMCall:
+    m = _mapping(raw if raw is not None else {}, field, step)
+    _keys(m, keys, field, step)
+    return LLMCall(
+        input_tokens=_opt_int(m, "input_tokens", f"{field}.input_tokens", step),
+        output_tokens=_opt_int(m, "output_tokens", f"{field}.output_tokens", step),
+        error=_str(m["error"], f"{field}.error", step) if m.get("error") is not None else None,
+        text=_str(m["text"], f"{field}.text", step) if m.get("text") is not None else None,
+    )
+
+
+def _rejected(raw: Any, step: int) -> Rejected:
+    r = _mapping(raw, "rejected", step)
+    _keys(r, REJECTED_KEYS, "rejected", step)
+    if r.get("reason") is None:
+        raise _fail("missing 'reason' (why the harness refused the turn, e.g. 'no tool call')",
+                    "rejected.reason", step)
+    reason = _str(r["reason"], "rejected.reason", step, empty=False)
+    text = _str(r["text"], "rejected.text", step) if r.get("text") is not None else None
+    llm = _llm(r["llm"], "rejected.llm", USAGE_KEYS, step) if r.get("llm") is not None else None
+    return Rejected(reason, text, llm)
+
+
+def _message(raw: Any, step: int) -> Message:
+    m = _mapping(raw, "message", step)
+    _keys(m, MESSAGE_KEYS, "message", step)
+    role = _choice(m.get("role", "user"), ("user", "system", "assistant"), "message.role", step, "role")
+    text = _str(m.get("text", ""), "message.text", step)
+    origin = _choice(m["origin"], ORIGINS, "message.origin", step, "origin") if m.get("origin") is not None else None
+    if origin is not None and role not in ORIGIN_ROLES[origin]:
+        raise _fail(f"a message with origin {origin!r} has role {' or '.join(ORIGIN_ROLES[origin])}, got {role!r}",
+                    "message.origin", step)
+    name = _str(m["name"], "message.name", step, empty=False) if m.get("name") is not None else None
+    if origin == "agent" and name is None:
+        raise _fail("a message with origin 'agent' needs 'name' (which agent spoke)", "message.name", step)
+    if name is not None and origin != "agent":
+        raise _fail("'name' names another agent: it needs origin 'agent'", "message.name", step)
+    return Message(role, text, origin, name)  # type: ignore[arg-type]
+
+
+def _step_source(raw: Any, step: int) -> StepSource:
+    src = _mapping(raw, "source", step)
+    _keys(src, STEP_SOURCE_KEYS, "source", step)
+    if src.get("file") is None:
+        raise _fail("missing 'file' (the log the step was imported from)", "source.file", step)
+    file = _str(src["file"], "source.file", step, empty=False)
+    row = _int(src["row"], "source.row", step) if src.get("row") is not None else None
+    native = src.get("index")
+    if native is not None and not isinstance(native, str):
+        native = _int(native, "source.index", step)
+    return StepSource(file, row, native)
 
 
 def _task(raw: Any) -> Task:
@@ -547,7 +610,8 @@ def _result_to_mapping(r: ToolResult) -> dict[str, Any]:
     if r.error is not None:
         out["error"] = r.error
     elif not r.ok:
-        out["ok"] = False
+        if not r.exit_code:  # a non-zero exit code already says it failed
+            out["ok"] = False
     else:
         out["ok"] = True
     if r.text is not None:
@@ -558,6 +622,8 @@ def _result_to_mapping(r: ToolResult) -> dict[str, Any]:
         out["bytes"] = r.bytes
     if r.changed:
         out["changed"] = True
+    if r.exit_code is not None:
+        out["exit_code"] = r.exit_code
     return out
 
 
@@ -584,12 +650,26 @@ def step_to_mapping(step: Step) -> dict[str, Any]:
             out["result"] = _result_to_mapping(step.result)
     elif step.kind == "llm":
         assert step.llm is not None
-        out["llm"] = {k: getattr(step.llm, k) for k in LLM_KEYS if getattr(step.llm, k) is not None}
+        out["llm"] = _llm_to_mapping(step.llm)
     elif step.kind == "phase":
         out["phase"] = step.phase
     elif step.kind == "message":
         assert step.message is not None
-        out["message"] = {"role": step.message.role, "text": step.message.text}
+        m = step.message
+        message: dict[str, Any] = {"role": m.role, "text": m.text}
+        if m.origin is not None:
+            message["origin"] = m.origin
+        if m.name is not None:
+            message["name"] = m.name
+        out["message"] = message
+    elif step.kind == "rejected":
+        assert step.rejected is not None
+        rejected: dict[str, Any] = {"reason": step.rejected.reason}
+        if step.rejected.text is not None:
+            rejected["text"] = step.rejected.text
+        if step.rejected.llm is not None:
+            rejected["llm"] = _llm_to_mapping(step.rejected.llm)
+        out["rejected"] = rejected
     else:
         assert step.done is not None
         done: dict[str, Any] = {}
@@ -602,8 +682,16 @@ def step_to_mapping(step: Step) -> dict[str, Any]:
         out["expect"] = expect_to_value(step.expect)
     if step.t is not None:
         out["t"] = step.t
+    if step.agent is not None:
+        out["agent"] = step.agent
+    if step.source is not None:
+        out["source"] = {"file": step.source.file, "row": step.source.row, "index": step.source.index}
     out.update(step.extensions)
     return out
+
+
+def _llm_to_mapping(llm: LLMCall) -> dict[str, Any]:
+    return {k: getattr(llm, k) for k in LLM_KEYS if getattr(llm, k) is not None}
 
 
 def trace_to_mapping(trace: Trace, *, steps: bool = True) -> dict[str, Any]:

@@ -9,6 +9,9 @@ Five independent rules share this engine, each switched on by its settings (PRES
 - repetition (`max_repetitions`): the same tool with the same `target_keys` arguments as the previous
   call, `max_repetitions` times over, stops the run before the call;
 - `max_steps`: the turn after `max_steps` turns ends the run as exhausted;
+- rejected turns (`rejected_turns`): `failed` (browser-use, qa-agent) counts a model turn the harness
+  refused as a turn with one failed call, for the failed-turn streak and for `max_steps`; `ignore` (every
+  other preset, and `default` for now) leaves every count as it was;
 - browser-use's action-loop nudges (`action_loop`): a window of normalised call identities, warn when the
   most frequent one reaches a level;
 - Hermes' guardrails (`guardrails`): per-signature and per-tool failure counts and read-only no-progress
@@ -35,7 +38,7 @@ from ..model import ToolCall, ToolResult, Verdict
 from .base import Engine, EngineSettings
 
 if TYPE_CHECKING:
-    from ..model import Message
+    from ..model import Message, Rejected
     from ..runtime import RunContext, Turn
 
 __all__ = ["ENGINE", "FailureTracker", "Settings", "action_identity"]
@@ -49,6 +52,7 @@ class Settings(EngineSettings):
     max_repetitions: int | None = None  # qa-agent: 3
     target_keys: tuple[str, ...] = ("index",)
     max_steps: int | None = None  # turns; qa-agent 50, browser-use 500
+    rejected_turns: Literal["failed", "ignore"] = "ignore"  # browser-use, qa-agent: failed
     action_loop: bool = False  # browser-use's windowed nudges
     action_loop_window: int = 20
     action_loop_levels: tuple[int, ...] = (5, 8, 12)
@@ -115,6 +119,7 @@ class FailureTracker(Engine):
         # failed turns
         self.consecutive_failures = 0
         self.forced_done = False
+        self.rejected = 0  # rejected turns counted as turns (rejected_turns: failed)
         self._turn_size = 0
         self._turn_seen = 0
         self._turn_ran = 0
@@ -140,12 +145,9 @@ class FailureTracker(Engine):
     @hookimpl
     def loopguard_turn_start(self, turn: Turn) -> Verdict | None:
         s = self.settings
-        if s.max_steps is not None and turn.index >= s.max_steps:
-            return Verdict(
-                NAME, "stop", "failure_tracker.max_steps",
-                f"Stopped: the run used all of its {s.max_steps} steps.",
-                {"outcome": "exhausted", "max_steps": s.max_steps},
-            )
+        exhausted = self._max_steps(turn.index + self.rejected)
+        if exhausted is not None:
+            return exhausted
         size = len(turn.calls)
         self._turn_size = size
         self._turn_seen = self._turn_ran = self._turn_failed = 0
@@ -153,6 +155,27 @@ class FailureTracker(Engine):
         if size == 0 or (size > 1 and s.turn_failure == "single_call"):
             self.consecutive_failures = 0
         return None
+
+    def _max_steps(self, index: int) -> Verdict | None:
+        n = self.settings.max_steps
+        if n is None or index < n:
+            return None
+        return Verdict(NAME, "stop", "failure_tracker.max_steps", f"Stopped: the run used all of its {n} steps.",
+                       {"outcome": "exhausted", "max_steps": n})
+
+    @hookimpl
+    def loopguard_rejected(self, rejected: Rejected) -> Verdict | None:
+        # browser-use counts a step whose model output could not be used as a failed step
+        if self.settings.rejected_turns != "failed":
+            return None
+        exhausted = self._max_steps(self.run.turns + self.rejected)
+        self.rejected += 1
+        if exhausted is not None:
+            return exhausted
+        if self.settings.max_failures is None:
+            return None
+        self._turn_size, self._turn_seen, self._turn_ran, self._turn_failed = 1, 0, 0, 0
+        return self._count_turn(blocked=False, failed=True)
 
     # ---- calls -------------------------------------------------------------------------------------
     @hookimpl
@@ -203,7 +226,7 @@ class FailureTracker(Engine):
     @hookimpl
     def loopguard_message(self, message: Message) -> None:
         # Hermes counts per user prompt: a new user message starts the guardrails afresh
-        if self.settings.guardrails and message.role == "user":
+        if self.settings.guardrails and message.from_user:
             self.exact_failures.clear()
             self.tool_failures.clear()
             self.no_progress.clear()

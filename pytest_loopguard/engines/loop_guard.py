@@ -221,7 +221,7 @@ class LoopGuard(Engine):
 
     @hookimpl
     def loopguard_message(self, message: Message) -> None:
-        if message.role != "user" or not self.settings.reset_on_user_message:
+        if not message.from_user or not self.settings.reset_on_user_message:
             return
         # a user message starts a new prompt: Spacebot builds a fresh guard for it
         self._ring.clear()

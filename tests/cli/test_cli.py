@@ -115,7 +115,7 @@ def test_run_reports_every_bad_file_and_exits_2(tmp_path: Path, capsys: pytest.C
     errors = [line for line in err.splitlines() if line.startswith("loopguard: error:")]
     assert errors == [
         f"loopguard: error: {step}:5: step 0: field 'argz': unknown key 'argz'; "
-        "expected one of args, expect, result, t, tool",
+        "expected one of agent, args, expect, result, source, t, tool",
         f"loopguard: error: {version}:1: field 'loopguard': missing 'loopguard' (the trace format version; expected 1)",
     ]
     assert "passing" in out  # the good trace is still replayed and shown
@@ -228,7 +228,7 @@ def test_replay_of_a_malformed_file_is_one_line(tmp_path: Path, capsys: pytest.C
     status, out, err = run(capsys, "replay", str(path))
     assert status == 2 and out == ""
     assert err.strip() == (f"loopguard: error: {path}:5: step 0: field 'argz': unknown key 'argz'; "
-                           "expected one of args, expect, result, t, tool")
+                           "expected one of agent, args, expect, result, source, t, tool")
 
 
 # ---- validate ----------------------------------------------------------------------------------------
@@ -507,3 +507,15 @@ def test_policy_accepts_an_inline_mapping(tmp_path: Path, capsys: pytest.Capture
     assert [s["action"] for s in json.loads(out)["steps"]] == ["allow", "allow", "warn", "block", "block"]
     status, _, err = run(capsys, "run", str(trace), "--policy", "{preset: default, dedup: maybe}")
     assert status == 2 and err.startswith("loopguard: error: policy field 'dedup'")
+
+
+# ---- the format additions ------------------------------------------------------------------------------
+def test_replay_and_validate_show_rejected_steps(capsys: pytest.CaptureFixture[str]) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    path = str(repo / "traces" / "format" / "qa_agent_rejected_turns_are_failed_turns.yaml")
+    assert run(capsys, "validate", path)[0] == 0
+    out = run(capsys, "replay", path, "--json")[1]
+    steps = json.loads(out)["steps"]
+    assert [s["kind"] for s in steps[3:8]] == ["rejected"] * 5
+    assert steps[5]["action"] == "warn" and steps[5]["tool"] is None
+    assert "rejected: no tool call" in run(capsys, "replay", path, "--policy", "qa-agent")[1]

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_loopguard.engines.base import Engine, EngineSettings, register_engine
 from pytest_loopguard.hookspecs import hookimpl
-from pytest_loopguard.model import Done, LLMCall, Message, ToolCall, ToolResult, Trace, Verdict
+from pytest_loopguard.model import Done, LLMCall, Message, Rejected, ToolCall, ToolResult, Trace, Verdict
 from pytest_loopguard.policy import Policy, resolve_policy
 from pytest_loopguard.replay import replay, turn_plan
 from pytest_loopguard.runtime import Turn
@@ -73,6 +73,10 @@ class Probe:
     @hookimpl
     def loopguard_message(self, message: Message) -> None:
         self.events.append(("message", message.text))
+
+    @hookimpl
+    def loopguard_rejected(self, rejected: Rejected) -> None:
+        self.events.append(("rejected", rejected.reason))
 
     @hookimpl
     def loopguard_done(self, done: Done) -> None:
@@ -307,3 +311,47 @@ def test_before_call_learns_only_whether_the_file_changed_never_the_recorded_out
     replay(trace, plugins=[Probe()])
     assert seen[0] is None and seen[2] is None
     assert seen[1] is not None and seen[1].changed and seen[1].text is None
+
+
+# ---- rejected turns ------------------------------------------------------------------------------------
+REJECTED = """
+    loopguard: 1
+    name: t
+    steps:
+      - llm: {}
+      - tool: a
+      - rejected: {reason: no tool call, llm: {input_tokens: 10, output_tokens: 2}}
+      - tool: b
+      - rejected: {reason: several calls}
+      - llm: {}
+      - tool: c
+    """
+
+
+def test_a_rejected_step_ends_the_turn_and_the_calls_after_it_start_another() -> None:
+    assert tools(turn_plan(trace(REJECTED).steps)) == {0: ["a"], 3: ["b"], 5: ["c"]}
+
+
+def test_replay_hands_a_rejected_turn_to_the_hook_after_its_model_usage() -> None:
+    probe = Probe()
+    result = replay(trace(REJECTED), NO_ENGINES, plugins=[probe])
+    assert probe.events == [
+        ("llm", None), ("turn", 0, ("a",)), ("before", "a"), ("after", "a", None, False), ("end", 0),
+        ("llm", None), ("rejected", "no tool call"),  # its usage counts as a model call's, then the hook
+        ("turn", 1, ("b",)), ("before", "b"), ("after", "b", None, False), ("end", 1),
+        ("rejected", "several calls"),  # no usage given: no model call
+        ("llm", None), ("turn", 2, ("c",)), ("before", "c"), ("after", "c", None, False), ("end", 2),
+    ]
+    assert [(s.kind, s.action) for s in result.steps][2] == ("rejected", "allow")
+    assert result.to_dict()["steps"][4]["kind"] == "rejected"
+
+
+def test_verdicts_on_a_rejected_turn_land_on_its_step_and_can_end_the_run() -> None:
+    class Stopper:
+        @hookimpl
+        def loopguard_rejected(self, rejected: Rejected) -> Verdict:
+            return Verdict("probe", "stop", "probe.rejected", rejected.reason)
+
+    result = replay(trace(REJECTED), NO_ENGINES, plugins=[Stopper()])
+    assert (result.outcome, result.stopped_at, result.stopped_by) == ("stopped", 2, "probe")
+    assert [s.action for s in result.steps] == ["allow", "allow", "stop", *["not_reached"] * 4]

@@ -484,3 +484,58 @@ def test_guard_message_reaches_the_engine() -> None:
 def test_engine_module_does_not_import_pytest() -> None:
     source = Path(failure_tracker.__file__).read_text(encoding="utf-8")
     assert "import pytest" not in source and "from pytest " not in source
+
+
+# ---- rejected turns (PRESETS.md common rules) ------------------------------------------------------------
+REJECTED = {"rejected": {"reason": "no tool call"}}
+
+
+def rejected_run(preset: str, n: int, **overrides: Any) -> ReplayResult:
+    return run(policy(preset, **overrides), [LLM, ok("click", index=1), *[REJECTED] * n, LLM, ok("click", index=2)])
+
+
+def actions(result: ReplayResult) -> list[str]:
+    return [s.action for s in result.steps]
+
+
+def test_qa_agent_counts_rejected_turns_as_failed_turns() -> None:
+    # max_failures 3: the 3rd rejected turn forces done, the next non-done call stops the run
+    result = rejected_run("qa-agent", 3)
+    assert actions(result) == ["allow", "allow", "allow", "allow", "warn", "allow", "stop"]
+    assert result.steps[4].verdicts[0].reason == "failure_tracker.force_done"
+    assert actions(rejected_run("qa-agent", 2)) == ["allow"] * 6  # two, then a good turn: no verdict
+
+
+def test_browser_use_counts_rejected_turns_as_failed_turns_at_five() -> None:
+    assert actions(rejected_run("browser-use", 4)) == ["allow"] * 8
+    assert actions(rejected_run("browser-use", 5))[6:] == ["warn", "allow", "stop"]
+
+
+def test_a_rejected_turn_continues_a_streak_of_failed_call_turns() -> None:
+    result = run(policy("qa-agent"), [LLM, fail("click", index=1), LLM, fail("click", index=2), REJECTED])
+    assert actions(result) == ["allow", "allow", "allow", "allow", "warn"]
+
+
+def test_hermes_guardrails_reset_only_at_a_persons_message() -> None:
+    # exact failure warns at 2: a harness or agent message between the failures resets nothing
+    harness = {"message": {"role": "user", "origin": "harness", "text": "That failed."}}
+    agent = {"message": {"role": "user", "origin": "agent", "name": "Planner", "text": "Retry it."}}
+    kept = run(policy("hermes-current"), [fail("patch", path="a.py"), harness, agent, fail("patch", path="a.py")])
+    assert actions(kept)[-1] == "warn"
+    reset = run(policy("hermes-current"), [fail("patch", path="a.py"), user(), fail("patch", path="a.py")])
+    assert actions(reset)[-1] == "allow"
+
+
+def test_rejected_turns_count_towards_max_steps() -> None:
+    # max_steps 3: the turn (or rejected turn) after three turns ends the run as exhausted
+    result = rejected_run("qa-agent", 2, max_steps=3, max_failures=None)
+    assert actions(result)[:5] == ["allow", "allow", "allow", "allow", "stop"]
+    assert result.outcome == "exhausted"
+    assert rejected_run("qa-agent", 2, max_steps=4, max_failures=None).outcome == "incomplete"
+
+
+def test_rejected_turns_are_ignored_where_the_setting_says_so() -> None:
+    # the engine's own default (hermes-current, default) and qa-agent switched off
+    assert actions(rejected_run("qa-agent", 6, rejected_turns="ignore")) == ["allow"] * 10
+    assert actions(rejected_run("default", 6)) == ["allow"] * 10
+    assert failure_tracker.Settings().rejected_turns == "ignore"

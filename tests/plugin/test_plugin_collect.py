@@ -108,7 +108,8 @@ def test_a_malformed_trace_file_is_a_one_line_collection_error(project: pytest.P
     result = project.runpytest()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        ["traces/bad.yaml:7: step 1: field 'reslt': unknown key 'reslt'; expected one of args, expect, result, t, tool"]
+        ["traces/bad.yaml:7: step 1: field 'reslt': unknown key 'reslt'; "
+         "expected one of agent, args, expect, result, source, t, tool"]
     )
     assert "Traceback" not in result.stdout.str()
     assert "TraceError" not in result.stdout.str()

@@ -79,6 +79,26 @@ def test_builder(trace_builder, loopguard):
     loopguard.assert_ok(result)
 
 
+def test_builder_writes_rejected_turns_and_message_origins(trace_builder, loopguard):
+    trace = (
+        trace_builder.message("add the mug to the cart")
+        .tool("click", index=3)
+        .rejected("no tool call", "I will click it.", input_tokens=900, output_tokens=9)
+        .message("Use exactly one action.", origin="harness")
+        .message("Click the mug.", origin="agent", name="Planner")
+        .rejected()
+        .rejected(expect={"action": "warn", "reason": "failure_tracker.force_done"})
+        .build(name="built-rejected", policy="qa-agent")
+    )
+    kinds = ["message", "tool", "rejected", "message", "message", "rejected", "rejected"]
+    assert [s.kind for s in trace.steps] == kinds
+    assert trace.steps[2].rejected.llm.input_tokens == 900 and trace.steps[5].rejected.reason == "no tool call"
+    assert [s.message.origin for s in trace.steps if s.message] == [None, "harness", "agent"]
+    assert trace.steps[4].message.name == "Planner"
+    # three rejected turns are three failed turns under qa-agent; the messages between them reset nothing
+    loopguard.assert_ok(loopguard.replay(trace))
+
+
 def test_builder_validates_like_a_file(trace_builder):
     from pytest_loopguard import TraceError
 
@@ -119,7 +139,7 @@ def test_fixtures(pytester: pytest.Pytester) -> None:
     (pytester.path / "traces" / "clicks.yaml").write_text(CLICKS, encoding="utf-8")
     pytester.makepyfile(test_fixture_use=FIXTURE_TESTS)
     result = pytester.runpytest("-v")
-    result.assert_outcomes(passed=9)
+    result.assert_outcomes(passed=10)
 
 
 def test_the_simulation_fixtures_module_is_registered(pytester: pytest.Pytester) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, note
 
-from pytest_loopguard import Trace, load
+from pytest_loopguard import Trace, load, replay
 from pytest_loopguard import strategies as lgst
 from pytest_loopguard.traceio import dumps, loads, trace_to_mapping
 
@@ -27,6 +27,30 @@ def test_dumps_then_loads_gives_an_equal_trace(fmt: str) -> None:
         assert [s.call and s.call.fingerprint for s in back.steps] == fingerprints
 
     check()
+
+
+ALL_KINDS = ("tool", "llm", "phase", "message", "done", "rejected")
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json", "jsonl"])
+def test_the_format_additions_round_trip(fmt: str) -> None:
+    @given(lgst.traces(kinds=ALL_KINDS, additions=True))
+    def check(trace: Trace) -> None:
+        text = dumps(trace, fmt)
+        note(text)
+        (back,) = loads(text, fmt=fmt)
+        assert trace_to_mapping(back) == trace_to_mapping(trace)
+        fields = [(s.kind, s.result, s.message, s.rejected, s.agent, s.source) for s in trace.steps]
+        assert [(s.kind, s.result, s.message, s.rejected, s.agent, s.source) for s in back.steps] == fields
+
+    check()
+
+
+@given(lgst.traces(kinds=ALL_KINDS, additions=True, expectations=False))
+def test_generated_additions_replay_under_their_preset(trace: Trace) -> None:
+    result = replay(trace)
+    assert len(result.steps) == len(trace.steps)
+    assert [s.kind for s in result.steps] == [s.kind for s in trace.steps]
 
 
 @given(lgst.interleaved_traces(policy="spacebot"))
