@@ -57,18 +57,18 @@ def flow(value: Any) -> str:
 
 
 def apply_edits(text: str, edits: Sequence[Edit]) -> str:
-    """`text` with every edit applied; edits are located in the original text, then spliced back to front."""
-    # the pure-Python composer: its marks count characters (libyaml's count bytes)
-    documents = [n for n in yaml.compose_all(text, Loader=yaml.SafeLoader) if n is not None]
-    splices: list[tuple[int, int, int, str]] = []  # (start, end, order, replacement)
+    """`text` with the edits applied in order, each located in the text the ones before it left (two edits
+    may create the same missing mapping, or insert at the same place)."""
     for edit in edits:
+        # the pure-Python composer: its marks count characters (libyaml's count bytes)
+        documents = [n for n in yaml.compose_all(text, Loader=yaml.SafeLoader) if n is not None]
         if edit.document >= len(documents):
             raise SpliceError(f"no YAML document {edit.document}")
-        for start, end, new in _splice(text, documents[edit.document], edit.path, edit.value):
-            splices.append((start, end, len(splices), new))
-    # back to front; at one position a later insertion goes first, so the earlier one ends up before it
-    for start, end, _, new in sorted(splices, key=lambda s: (s[0], s[2]), reverse=True):
-        text = text[:start] + new + text[end:]
+        splices = _splice(text, documents[edit.document], edit.path, edit.value)
+        # back to front; at one position the later insertion goes first, so the earlier one ends up before it
+        ordered = sorted(enumerate(splices), key=lambda item: (item[1][0], item[0]), reverse=True)
+        for _, (start, end, new) in ordered:
+            text = text[:start] + new + text[end:]
     return text
 
 
