@@ -7,6 +7,7 @@
     loopguard presets [NAMES...] [--json]                  presets' settings side by side
     loopguard matrix PATHS --policies a,b [--json]         first intervention per trace and policy
     loopguard simulate FILE [-o OUT] [--policy P] [--json] run a scenario and record its trace
+    loopguard import SRC... -o OUT [--from F]              agent logs -> one trace per run (docs/import.md)
     loopguard bench [--events N] [--policy P...] [--seed S] replay speed per preset
 
 Bad input (a malformed trace, an unknown preset) is reported in a line or two without a traceback and
@@ -27,7 +28,7 @@ from typing import Any, NoReturn, TextIO
 
 from tabulate import tabulate
 
-from . import __version__
+from . import __version__, import_cmd
 from .engines import ENGINE_ORDER, registry
 from .errors import LoopguardError, LoopguardWarning, PolicyError, TraceError
 from .expect import Mismatch, check
@@ -305,12 +306,23 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .bench import bench_table, run_bench  # keeps the synthetic-trace generator off the other commands' path
 
+    if args.import_paths is not None:
+        from .importers.bench import DEFAULT_PATHS, import_bench
+
+        timings = import_bench(args.import_paths or list(DEFAULT_PATHS))
+        _out(tabulate(timings, headers=["corpus", "files", "runs", "steps", "seconds", "runs/s"], tablefmt="simple"))
+        return EXIT_OK
     names = args.policy or [n for n in preset_names() if n not in ALIASES]
     policies = [resolve_policy(n) for n in names]
-    rows = run_bench(policies, events=args.events, seed=args.seed)
+    rows = run_bench(policies, events=args.events, seed=args.seed, session=args.session)
     _out(bench_table(rows))
-    _out(f"{args.events} events per preset, seed {args.seed}")
+    live = " fed live through a recording Session" if args.session else ""
+    _out(f"{args.events} events per preset{live}, seed {args.seed}")
     return EXIT_OK
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    return import_cmd.run(args)
 
 
 # ---- parser ----------------------------------------------------------------------------------------
@@ -376,11 +388,17 @@ def _parser() -> argparse.ArgumentParser:
                    help="a preset, policy file or inline {mapping} (default: the scenario's own)")
     p.add_argument("--json", action="store_true")
 
+    p = add("import", _cmd_import, "convert agent logs (SWE-agent, mini-swe-agent, OpenHands ...) into traces")
+    import_cmd.add_arguments(p)
+
     p = add("bench", _cmd_bench, "replay speed of synthetic traces under each preset")
     p.add_argument("--events", type=_positive_int, default=20000, help="events per preset (default 20000)")
     p.add_argument("--policy", action="append", type=_policy_type, metavar="P",
                    help="a preset, policy file or inline {mapping}; repeatable")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--session", action="store_true", help="time a live Session (recording, redacting) instead")
+    p.add_argument("--import", dest="import_paths", nargs="*", metavar="PATH",
+                   help="time the importers on these folders or tarballs instead (default: the shared corpus)")
     return parser
 
 

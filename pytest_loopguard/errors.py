@@ -3,7 +3,9 @@
     LoopguardError
      ├── TraceError (also ValueError)     a trace file or mapping is malformed
      │    └── ScenarioError               a simulation scenario is malformed
-     └── PolicyError (also ValueError)    a policy, preset or override is malformed
+     ├── PolicyError (also ValueError)    a policy, preset or override is malformed
+     ├── RedactionError (also ValueError) a user redaction rule is malformed
+     └── SessionError (also RuntimeError) a live session's events came out of order
 
 Every error carries the place it concerns so that a user can fix the input without a traceback.
 """
@@ -13,7 +15,10 @@ from __future__ import annotations
 import warnings
 from typing import final
 
-__all__ = ["LoopguardError", "LoopguardWarning", "PolicyError", "ScenarioError", "TraceError"]
+__all__ = [
+    "LoopguardError", "LoopguardWarning", "PolicyError", "RedactionError", "ScenarioError", "SessionError",
+    "TraceError",
+]
 
 
 class LoopguardError(Exception):
@@ -77,6 +82,22 @@ class PolicyError(LoopguardError, ValueError):
         prefix = f"{source}: " if source else ""
         where = f"policy field '{field}': " if field else "policy: "
         super().__init__(f"{prefix}{where}{problem}")
+
+
+@final
+class RedactionError(LoopguardError, ValueError):
+    """A user redaction rule that cannot be used (an invalid regex); names the rule."""
+
+    def __init__(self, problem: str, *, rule: str) -> None:
+        self.problem = problem
+        self.rule = rule
+        super().__init__(f"redact rule {rule}: {problem}")
+
+
+@final
+class SessionError(LoopguardError, RuntimeError):
+    """A live session used out of order (a call the model did not ask for, a result for no call, an event
+    after the run ended): what was expected instead is in the message."""
 
 
 @final
