@@ -3,7 +3,8 @@
 - ```python: a page's python blocks, in order, form one module (a later block uses an earlier one's imports),
   each block at its own line number so a traceback's line is the page's line. A page that defines `test_`
   functions runs under pytest (pytester, in a subprocess, without this repo's conftest); any other page runs as
-  a script. Both run in a temporary copy of the repo's traces, docs, README and pyproject.
+  a script. Both run in a temporary copy of the repo's traces, docs, README and pyproject, with `../shared`
+  linked beside it as in a checkout.
 - ```yaml: a complete trace (top-level `loopguard:`); it loads, and when it carries expectations it replays
   (or simulates) to them. A partial snippet is fenced ```yaml-fragment.
 - ```console: each `$ loopguard ...` line runs through `cli.main` in that copy, in order; it must exit 0, or
@@ -34,6 +35,7 @@ pytest_plugins = ["pytester"]
 
 EXECUTED = ("python", "yaml", "console", "json")
 MIRRORED = ("traces", "docs", "README.md", "pyproject.toml")  # what the examples may name, relative to the root
+SHARED = ROOT.parent / "shared"  # read-only material beside the repo (CI clones it there too)
 PAGES_WITH_PYTHON = [p for p in markdown_files() if any(b.lang == "python" for b in blocks(p))]
 
 
@@ -42,14 +44,19 @@ def _page_id(path: Path) -> str:
 
 
 def mirror(into: Path) -> Path:
-    """A copy of what examples read from the repo root, so an example that writes files writes there."""
+    """`into/repo`: a copy of what examples read from the repo root, so an example that writes files writes
+    there; beside it `into/shared` links to the shared corpus, which examples name as `../shared/...`."""
+    repo = into / "repo"
+    repo.mkdir()
     for name in MIRRORED:
         source = ROOT / name
         if source.is_dir():
-            shutil.copytree(source, into / name, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(source, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
         elif source.exists():
-            shutil.copy(source, into / name)
-    return into
+            shutil.copy(source, repo / name)
+    if SHARED.is_dir():
+        (into / "shared").symlink_to(SHARED, target_is_directory=True)
+    return repo
 
 
 def page_module(path: Path) -> str:
@@ -71,11 +78,12 @@ def test_every_fence_names_its_language() -> None:
 
 
 @pytest.mark.parametrize("page", PAGES_WITH_PYTHON, ids=_page_id)
-def test_python_examples_run(page: Path, pytester: pytest.Pytester) -> None:
-    mirror(pytester.path)
+def test_python_examples_run(page: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = mirror(pytester.path)
+    monkeypatch.chdir(root)  # pytester's subprocess runs in the current folder
     source = page_module(page)
     # named after the page: a traceback's `test_docs_x_md.py:35` is line 35 of docs/x.md
-    module = pytester.path / ("test_" + re.sub(r"\W", "_", _page_id(page)) + ".py")
+    module = root / ("test_" + re.sub(r"\W", "_", _page_id(page)) + ".py")
     module.write_text(source, encoding="utf-8")
     if re.search(r"^def test_", source, re.M):
         result = pytester.runpytest_subprocess(module.name, "-p", "no:cacheprovider", "-p", "no:xdist",
@@ -87,7 +95,7 @@ def test_python_examples_run(page: Path, pytester: pytest.Pytester) -> None:
             f"lines), gave {outcomes}:\n{result.stdout.str()[-4000:]}"
         )
         return
-    done = subprocess.run([sys.executable, module.name], cwd=pytester.path, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, module.name], cwd=root, capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0, (
         f"{_page_id(page)}: its python examples, run as a script ({module.name} lines are the page's lines), "
