@@ -168,3 +168,24 @@ def test_test_ids_in_the_prose_name_real_traces() -> None:
                 if name not in names:
                     wrong.append(f"{_page_id(page)}:{number}: {path}::{name}")
     assert wrong == [], f"test ids naming no trace: {wrong}"
+
+
+def test_every_markdown_file_a_page_names_is_in_the_repo() -> None:
+    # the project's design notes (PRESETS.md, DESIGN.md, FORMATS.md) are not shipped: a page says what they say
+    missing = []
+    for page in markdown_files():
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1):
+            # link targets resolve from the page; a bare NOTES.md-style name from the root or docs/
+            for target in re.findall(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)", line):
+                if not (page.parent / target).is_file():
+                    missing.append(f"{_page_id(page)}:{number}: {target}")
+            for name in re.findall(r"(?<![\w/.-])([A-Z][A-Z_]+\.md)\b", line):
+                if not any((base / name).is_file() for base in (ROOT, ROOT / "docs")):
+                    missing.append(f"{_page_id(page)}:{number}: {name}")
+    assert missing == [], f"pages name Markdown files that are not in the repo: {missing}"
+
+
+def test_preset_sources_cite_files_in_the_repo() -> None:
+    presets = sorted((ROOT / "pytest_loopguard" / "presets").glob("*.yaml"))
+    cited = {p.name: re.findall(r"\b[A-Z]+\.md\b", p.read_text(encoding="utf-8")) for p in presets}
+    assert {name: files for name, files in cited.items() if files} == {}
