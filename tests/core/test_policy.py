@@ -268,7 +268,7 @@ NEW_PRESETS = {
 def test_new_presets_name_their_source_and_engines(name: str) -> None:
     version, engines = NEW_PRESETS[name]
     policy = resolve_policy(name)
-    assert version in policy.source and "PRESETS.md" in policy.source
+    assert version in policy.source and "docs/presets.md" in policy.source
     assert policy.description  # quoted in the YAML: a `#` in it would otherwise start a comment
     assert set(policy.engines) == engines
 
