@@ -17,7 +17,7 @@ import yaml
 
 from . import fixtures, sim_fixtures
 from .engines import registry
-from .errors import LoopguardError, LoopguardWarning, PolicyError, TraceError
+from .errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
 from .expect import Mismatch, check
 from .golden import (
     SCENARIO_STEP_EXPECTS,
@@ -28,6 +28,7 @@ from .golden import (
     observed_trace,
     unchecked_expectations,
 )
+from .importers.recognise import skip_note
 from .model import ReplayResult, Trace
 from .policy import resolve_policy
 from .policy_option import parse_policy_option
@@ -44,6 +45,9 @@ MARKER: Final = (
 ENTRY_KEY: Final = "loopguard"  # user_properties name of a trace's report entry
 UPDATE_KEY: Final = "loopguard-update"  # user_properties name of a trace's --loopguard-update request
 UNCHECKED_KEY: Final = "loopguard-unchecked"  # user_properties name of expectations nothing checks
+# A file under loopguard_paths that is not a trace is a skipped collector whose reason starts with this: skip
+# reports reach the xdist controller (passed collect reports do not), so the summary sees them either way.
+NOT_A_TRACE: Final = "loopguard: "
 
 
 # eq=False keeps identity hashing: pluggy hashes plugins (a conftest's hook subsets put them in sets).
@@ -65,6 +69,14 @@ class LoopguardSession:
     updated: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # file -> what changed in it
     unchecked: list[str] = dataclasses.field(default_factory=list)
     update_errors: list[str] = dataclasses.field(default_factory=list)
+    not_traces: list[str] = dataclasses.field(default_factory=list)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        longrepr = report.longrepr
+        if report.skipped and isinstance(longrepr, tuple) and len(longrepr) == 3:
+            reason = str(longrepr[2]).removeprefix("Skipped: ")
+            if reason.startswith(NOT_A_TRACE) and reason not in self.not_traces:
+                self.not_traces.append(reason)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
@@ -89,6 +101,8 @@ class LoopguardSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for line in self.not_traces:
+            terminalreporter.write_line(line)
         if not self.entries:
             return
         mismatched = sum(1 for e in self.entries if not e["passed"])
@@ -248,6 +262,10 @@ class TraceFile(pytest.File):
             warnings.simplefilter("ignore", LoopguardWarning)
             try:
                 traces = load_file(self.path)
+            except NotATraceError as exc:
+                # Some other JSON/YAML kept beside the traces (an OTel export): not a test, and not an error.
+                shown = _display_path(self.path, self.config.rootpath)
+                raise pytest.skip.Exception(NOT_A_TRACE + skip_note(shown, self.path, exc)) from None
             except TraceError as exc:
                 raise self.CollectError(str(_relocated(exc, self.path, self.config.rootpath))) from None
         matrix = self.config.stash[session_key].matrix

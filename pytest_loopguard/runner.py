@@ -14,7 +14,7 @@ from loopguard_simulators.loop import Simulation
 from loopguard_simulators.scenario import build, simulate
 
 from . import traceio
-from .errors import ScenarioError, TraceError
+from .errors import NotATraceError, ScenarioError, TraceError
 from .model import ReplayResult, Trace
 from .replay import replay
 
@@ -54,9 +54,11 @@ def load_file(path: str | Path) -> list[Trace]:
     return traces
 
 
-def validate_paths(paths: Iterable[str | Path]) -> tuple[list[Trace], list[TraceError]]:
+def validate_paths(
+    paths: Iterable[str | Path], *, skipped: list[NotATraceError] | None = None
+) -> tuple[list[Trace], list[TraceError]]:
     """`traceio.validate_paths`, with every scenario checked: a malformed one is an error, not a trace."""
-    loaded, errors = traceio.validate_paths(paths)
+    loaded, errors = traceio.validate_paths(paths, skipped=skipped)
     traces: list[Trace] = []
     for trace in loaded:
         try:
