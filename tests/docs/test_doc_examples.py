@@ -3,7 +3,7 @@
 - ```python: a page's python blocks, in order, form one module (a later block uses an earlier one's imports),
   each block at its own line number so a traceback's line is the page's line. A page that defines `test_`
   functions runs under pytest (pytester, in a subprocess, without this repo's conftest); any other page runs as
-  a script. Both run in a temporary copy of the repo's traces, docs, README and pyproject, with `../shared`
+  a script. Both run in a temporary copy of the repo's traces, docs, tests, README and pyproject, with `../shared`
   linked beside it as in a checkout.
 - ```yaml: a complete trace (top-level `loopguard:`); it loads, and when it carries expectations it replays
   (or simulates) to them. A partial snippet is fenced ```yaml-fragment.
@@ -34,7 +34,8 @@ from pytest_loopguard.traceio import load_file, loads
 pytest_plugins = ["pytester"]
 
 EXECUTED = ("python", "yaml", "console", "json")
-MIRRORED = ("traces", "docs", "README.md", "pyproject.toml")  # what the examples may name, relative to the root
+# what the examples may name, relative to the root (the tests' fixtures too); the package is installed
+MIRRORED = ("traces", "docs", "tests", "README.md", "pyproject.toml")
 SHARED = ROOT.parent / "shared"  # read-only material beside the repo (CI clones it there too)
 PAGES_WITH_PYTHON = [p for p in markdown_files() if any(b.lang == "python" for b in blocks(p))]
 
