@@ -10,8 +10,9 @@
     loopguard import SRC... -o OUT [--from F]              agent logs -> one trace per run (docs/import.md)
     loopguard bench [--events N] [--policy P...] [--seed S] replay speed per preset
 
-Bad input (a malformed trace, an unknown preset) is reported in a line or two without a traceback and
-exits 2.
+Bad input (a malformed trace, an unknown preset) is reported in one line per bad file without a traceback;
+the other files still run. Exit status: 0 ok, 1 an expectation failed, 2 some input was bad (this wins over
+1: a corpus with a bad file is not a passing corpus), 3 an internal error (a bug in loopguard, never bad input).
 """
 
 from __future__ import annotations
@@ -46,12 +47,9 @@ __all__ = ["main"]
 EXIT_OK = 0
 EXIT_MISMATCH = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
 OFF = "—"  # an engine the preset does not enable
 SETTING_WIDTH = 28  # long lists (marker words, tool names) are cut so presets fit side by side
-
-
-class _BadInput(Exception):
-    """Input errors already reported on stderr: the command exits 2."""
 
 
 # ---- output helpers --------------------------------------------------------------------------------
@@ -109,16 +107,19 @@ def _validate(paths: Sequence[str]) -> tuple[list[Trace], list[TraceError]]:
     return traces, errors
 
 
-def _load_corpus(paths: Sequence[str]) -> list[Trace]:
-    """Every trace under `paths`; every bad file is reported before giving up with exit 2."""
-    traces, errors = _validate(paths)
+def _report_errors(errors: Sequence[LoopguardError]) -> None:
     for error in errors:
         _error(error)
     if errors:
         n = len(errors)
         _err(f"loopguard: {n} bad input{'s' if n != 1 else ''}")
-        raise _BadInput
-    return traces
+
+
+def _as_trace_error(exc: LoopguardError, trace: Trace) -> TraceError:
+    # e.g. a scenario the simulators reject or a policy file that went bad: a bad input like a load error
+    if isinstance(exc, TraceError):
+        return exc.located(file=trace.path)
+    return TraceError(str(exc), file=trace.path)
 
 
 def _load_one(spec: str) -> Trace:
@@ -168,8 +169,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for trace in traces:
         try:
             result = execute(trace, policy)
-        except LoopguardError as exc:  # e.g. a scenario the simulators reject: a bad input like a load error
-            errors.append(exc if isinstance(exc, TraceError) else TraceError(str(exc), file=trace.path))
+        except LoopguardError as exc:
+            errors.append(_as_trace_error(exc, trace))
             continue
         results.append((result, check(result)))
     if args.json:
@@ -185,8 +186,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         failed = sum(1 for _, m in results if m)
         _out()
         _out(f"loopguard: {len(results)} traces replayed, {failed} mismatched")
-    for error in errors:
-        _error(error)
+    _report_errors(errors)
     if errors:
         return EXIT_BAD_INPUT
     return EXIT_MISMATCH if any(m for _, m in results) else EXIT_OK
@@ -261,10 +261,13 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     if not names:
         raise TraceError("--policies needs at least one preset or policy file", field="--policies")
     policies = [resolve_policy(n) for n in names]
-    traces = _load_corpus(args.paths)
+    traces, errors = _validate(args.paths)
     table: list[tuple[Trace, list[ReplayResult]]] = []
     for trace in traces:
-        table.append((trace, [execute(trace, p) for p in policies]))
+        try:
+            table.append((trace, [execute(trace, p) for p in policies]))
+        except LoopguardError as exc:
+            errors.append(_as_trace_error(exc, trace))
     if args.json:
         _json([
             {
@@ -287,7 +290,8 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     else:
         rows = [[trace.name, *(_first_intervention(r) for r in results)] for trace, results in table]
         _out(tabulate(rows, headers=["trace", *names], tablefmt="simple", disable_numparse=True))
-    return EXIT_OK
+    _report_errors(errors)
+    return EXIT_BAD_INPUT if errors else EXIT_OK
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
@@ -409,7 +413,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the `loopguard` command; returns the exit status (0 ok, 1 mismatch, 2 bad input)."""
+    """Run the `loopguard` command; returns the exit status (0 ok, 1 mismatch, 2 bad input, 3 internal error)."""
     _tolerant_streams()
     parser = _parser()
     try:
@@ -418,8 +422,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     try:
         status: int = args.func(args)
-    except _BadInput:
-        return EXIT_BAD_INPUT
     except LoopguardError as exc:
         _error(exc)
         return EXIT_BAD_INPUT
@@ -428,6 +430,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # e.g. -o into a folder that does not exist
         _error(f"{exc.filename or ''}: {exc.strerror}")
         return EXIT_BAD_INPUT
+    except Exception as exc:  # a bug, not bad input: never exit 1, which means "an expectation failed"
+        _err(f"loopguard: internal error (please report it): {type(exc).__name__}: {str(exc)[:200]}")
+        return EXIT_INTERNAL
     return status
 
 
