@@ -347,9 +347,10 @@ class Guard:
         else:
             text, tokens = result.result_text or "", result.tokens
             if decision.action == "warn":
-                # the result, then each warning as a paragraph of its own (two engines may warn at once)
-                warned = (v.message for v in decision.verdicts if v.action == "warn")
-                text = "\n\n".join(t for t in (text, *warned) if t)
+                # the result, a blank line, then the warnings one per line (two engines may warn at once)
+                warnings = "\n".join(v.message for v in decision.verdicts if v.action == "warn" and v.message)
+                if warnings:
+                    text = f"{text}\n\n{warnings}" if text else warnings
         entry = Entry("tool", text, tokens=tokens, tool=call.tool, call_id=self._next_call_id,
                       turn=turn.index if turn is not None else None)
         self._next_call_id += 1

@@ -165,7 +165,7 @@ def test_a_warned_call_returns_the_agents_own_result_with_the_warning_appended(t
     assert [r.action for r in replies] == ["allow", "allow", "warn"]
     assert replies[0].content == f"KEY={secret}" and not replies[0].is_error
     warnings = [v.message for v in replies[2].decision.verdicts if v.action == "warn"]
-    assert warnings and replies[2].content == "\n\n".join([f"KEY={secret}", *warnings])  # each its own paragraph
+    assert warnings and replies[2].content == f"KEY={secret}\n\n" + "\n".join(warnings)
     recorded = load(tmp_path / "run.jsonl")
     assert [s.outcome.text for s in recorded.steps] == ["KEY=<redacted:openai-key:1>"] * 3
 
