@@ -25,9 +25,10 @@ from .expect import Mismatch, check, check_reached, check_run
 from .limits import MAX_FILE_BYTES
 from .model import ReplayResult, Step, ToolCall, Trace
 from .policy import Policy
-from .replay import Replayer, execute, policy_for, turn_plan
+from .replay import Replayer, policy_for, turn_plan
+from .runner import execute, load_file
 from .safeload import parse_json
-from .traceio import _step, iter_trace_files, load_file, loads
+from .traceio import _step, iter_trace_files, loads
 
 __all__ = ["StreamedRun", "replay_jsonl", "run_paths"]
 

@@ -155,6 +155,18 @@ def test_without_keep_transcript_the_guard_keeps_no_history_nobody_reads() -> No
     assert [e.role for e in guard.run.view.entries] == ["assistant", "tool"] and len(guard.run.transcript) == 0
 
 
+def test_a_call_warned_twice_shows_the_result_a_blank_line_then_the_warnings_one_per_line() -> None:
+    # default: the 3rd identical read warns twice, from loop_guard and from read_tracker
+    guard = Guard(resolve_policy("default"), keep_transcript=True)
+    read = ToolCall.of("read_file", {"path": "a.py"})
+    for _ in range(3):
+        d = call_through(guard, read, ToolResult(text="content"))
+    warnings = [v for v in d.verdicts if v.action == "warn"]
+    assert [v.engine for v in warnings] == ["loop_guard", "read_tracker"]
+    result, _, shown = guard.run.transcript.entries[-1].text.partition("\n\n")
+    assert (result, shown.splitlines()) == ("content", [warnings[0].message, warnings[1].message])
+
+
 def test_clock_never_goes_back_and_advances_on_backoff() -> None:
     clock = Clock(100)
     clock.set(50)

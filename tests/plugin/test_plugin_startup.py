@@ -9,7 +9,7 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-HEAVY = ("faker", "hypothesis", "simulators", "pytest_loopguard.simulators", "bashlex")
+HEAVY = ("faker", "hypothesis", "simulators", "loopguard_simulators", "pytest_loopguard.simulators", "bashlex")
 TRACE = Path(__file__).parents[2] / "traces" / "context" / "hermes_injection_after_compaction.yaml"
 
 # faker and hypothesis ship pytest plugins of their own that pytest loads by entry point; they are
