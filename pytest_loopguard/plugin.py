@@ -16,13 +16,15 @@ import pytest
 import yaml
 
 from . import fixtures, sim_fixtures
+from .coverage import coverage_table, rule_coverage
 from .engines import registry
 from .errors import LoopguardError, LoopguardWarning, PolicyError, TraceError
 from .expect import Mismatch, check
 from .model import ReplayResult, RunExpect, Step, StepExpect, StepResult, Trace
 from .policy import resolve_policy
-from .replay import execute
-from .report import json_entry, mismatch_table, outcome_line, shorten, status, write_json_report
+from .replay import execute, policy_for
+from .report import mismatch_table, outcome_line, shorten, status
+from .report_doc import report_entry, report_format, write_report
 from .traceio import SUFFIXES, dumps, expect_to_value, load_file
 
 __all__ = ["TraceFile", "TraceItem", "TraceMismatch", "observed_trace"]
@@ -50,6 +52,8 @@ class LoopguardSession:
     update: bool
     trace_roots: tuple[Path, ...]
     worker: bool
+    coverage: bool = False
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
     entries: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     updated: list[str] = dataclasses.field(default_factory=list)
 
@@ -65,7 +69,7 @@ class LoopguardSession:
     def pytest_sessionfinish(self) -> None:
         # Under xdist only the controller writes: it has received every worker's entries.
         if self.report_path is not None and not self.worker:
-            write_json_report(self.report_path, self.entries)
+            write_report(self.report_path, self.entries, self.meta)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.entries:
@@ -75,6 +79,8 @@ class LoopguardSession:
         if self.updated:
             names = ", ".join(sorted(self.updated))
             terminalreporter.write_line(f"loopguard: updated {len(self.updated)} trace files: {names}")
+        if self.coverage:
+            terminalreporter.write_line(coverage_table(rule_coverage(self.entries)))
         if self.report_path is not None:
             terminalreporter.write_line(f"loopguard: report written to {self.report_path}")
 
@@ -103,7 +109,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="loopguard_report",
         default=None,
         metavar="PATH",
-        help="write a JSON list of per-trace results (outcome, counts, passed) to PATH",
+        help="write a report of every trace (timeline, mismatches, rule coverage) to PATH: .json, .md or .html",
+    )
+    group.addoption(
+        "--loopguard-coverage",
+        dest="loopguard_coverage",
+        action="store_true",
+        default=False,
+        help="print rule coverage: per reason code of the active engines, how many traces triggered it",
     )
     group.addoption(
         "--loopguard-update",
@@ -146,6 +159,11 @@ def pytest_configure(config: pytest.Config) -> None:
         except PolicyError as exc:
             raise pytest.UsageError(f"{option}: {exc}") from None
     report: str | None = config.getoption("loopguard_report", None)
+    if report:
+        try:
+            report_format(report)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--loopguard-report: {exc}") from None
     roots = tuple((config.rootpath / p).resolve() for p in config.getini("loopguard_paths"))
     state = LoopguardSession(
         policy=policy,
@@ -154,6 +172,8 @@ def pytest_configure(config: pytest.Config) -> None:
         update=update,
         trace_roots=roots,
         worker=hasattr(config, "workerinput"),
+        coverage=bool(config.getoption("loopguard_coverage", False)),
+        meta={"command": "pytest", "policy": policy, "matrix": list(matrix), "rootdir": str(config.rootpath)},
     )
     config.stash[session_key] = state
     config.pluginmanager.register(state, "loopguard-session")
@@ -259,12 +279,11 @@ class TraceItem(pytest.Item):
         state = self.config.stash[session_key]
         result = execute(self.trace, self.policy)
         mismatches = check(result)
-        entry = json_entry(result, mismatches)
-        entry["file"] = _display_path(self.path, self.config.rootpath)
         if state.update and (mismatches or not _has_expectations(self.trace)):
             self._update(result)
             mismatches = []
-            entry["passed"] = True
+        entry = report_entry(result, mismatches, policy_for(self.trace, self.policy)[0].engines)
+        entry["file"] = _display_path(self.path, self.config.rootpath)
         self.user_properties.append((ENTRY_KEY, entry))
         if mismatches:
             raise TraceMismatch(result, mismatches)

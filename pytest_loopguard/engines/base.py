@@ -20,11 +20,13 @@ class EngineSettings:
 class Engine:
     """Base of the engines: one instance per run, holding that run's state only.
 
-    Subclasses set `name` and `Settings` and implement hooks from `hookspecs` with `@hookimpl`.
+    Subclasses set `name`, `Settings` and `REASONS` and implement hooks from `hookspecs` with `@hookimpl`.
     """
 
     name: ClassVar[str] = ""
     Settings: ClassVar[type[Any]] = EngineSettings
+    # The reason codes the engine's verdicts can carry, each `name.code`; rule coverage reports on them.
+    REASONS: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, settings: Any, run: RunContext) -> None:
         self.settings = settings

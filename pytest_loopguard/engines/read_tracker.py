@@ -60,6 +60,12 @@ ReadTrackerSettings = Settings  # the class attribute `Settings` below shadows t
 class ReadTracker(Engine):
     name = "read_tracker"
     Settings = Settings
+    # Every reason code this engine's verdicts carry (rule coverage lists the ones no trace exercises).
+    REASONS = (
+        "read_tracker.repeat_warning",
+        "read_tracker.repeat_block",
+        "read_tracker.unchanged",
+    )
 
     def __init__(self, settings: ReadTrackerSettings, run: RunContext) -> None:
         super().__init__(settings, run)
