@@ -6,6 +6,7 @@
     loopguard presets [NAMES...] [--json]                  presets' settings side by side
     loopguard matrix PATHS --policies a,b [--json]         first intervention per trace and policy
     loopguard simulate FILE [-o OUT] [--policy P] [--json] run a scenario and record its trace
+    loopguard diff PATHS --before P --after Q [--json|--markdown]  interventions that moved between two policies
     loopguard import SRC... -o OUT [--from F]              agent logs -> one trace per run (docs/import.md)
     loopguard bench [--events N] [--policy P...] [--seed S] replay speed per preset
 
@@ -27,7 +28,7 @@ from typing import Any, TextIO
 
 from tabulate import tabulate
 
-from . import __version__, import_cmd
+from . import __version__, diff_cmd, import_cmd
 from .engines import ENGINE_ORDER, registry
 from .errors import LoopguardError, LoopguardWarning, TraceError
 from .expect import Mismatch, check
@@ -137,6 +138,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
             errors.append(exc if isinstance(exc, TraceError) else TraceError(str(exc), file=trace.path))
             continue
         results.append((result, check(result)))
+    if args.coverage or args.report:
+        from .run_report import run_report  # report and coverage rendering stay off the plain run's path
+
+        run_report(args, results, policy)
     if args.json:
         _json([{**json_entry(r, m), "mismatches": [str(x) for x in m]} for r, m in results])
     else:
@@ -160,6 +165,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_replay(args: argparse.Namespace) -> int:
     trace = _load_one(args.file)
     result = execute(trace, args.policy)
+    if args.html:
+        from .run_report import replay_html
+
+        replay_html(args.html, result, args.policy)
     if args.json:
         _json(result.to_dict())
         return EXIT_OK
@@ -314,11 +323,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", default=["traces"], metavar="PATHS", help="files or folders (default: traces)")
     p.add_argument("--policy", help="replay every trace under this preset or policy file instead of its own")
     p.add_argument("--json", action="store_true", help="print a JSON list, one entry per trace")
+    p.add_argument("--coverage", action="store_true", help="print rule coverage (reason codes no trace triggers)")
+    p.add_argument("--report", metavar="PATH", help="write a report file: .json, .md or .html")
 
     p = add("replay", _cmd_replay, "print one trace's verdict timeline")
     p.add_argument("file", metavar="FILE", help="a trace file; FILE::NAME picks one trace of several")
     p.add_argument("--policy", help="a preset name or policy file (default: the trace's own)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument("--html", metavar="OUT", help="also write the timeline as a self-contained HTML page to OUT")
 
     p = add("validate", _cmd_validate, "load every trace file under PATHS and report every bad one")
     p.add_argument("paths", nargs="+", metavar="PATHS")
@@ -337,6 +349,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="OUT", help="write the recorded trace here (.yaml, .json, .jsonl)")
     p.add_argument("--policy", help="a preset name or policy file (default: the scenario's own)")
     p.add_argument("--json", action="store_true")
+
+    p = add("diff", lambda a: diff_cmd.run(a, _load_corpus, _out),
+            "replay traces under two policies and show interventions that moved (exit 1 when any did)")
+    diff_cmd.add_arguments(p)
 
     p = add("import", _cmd_import, "convert agent logs (SWE-agent, mini-swe-agent, OpenHands ...) into traces")
     import_cmd.add_arguments(p)
