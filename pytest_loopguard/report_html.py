@@ -93,7 +93,7 @@ def render_html(document: Mapping[str, Any]) -> str:
     title = f"loopguard report: {summary.get('traces', 0)} traces, {summary.get('mismatched', 0)} mismatched"
     return (
         "<!DOCTYPE html>\n"
-        f'<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+        f'<html lang="en"><head><meta charset="utf-8"/><title>{escape(title)}</title>'
         f"<style>{_CSS}</style></head><body>\n"
         f"<h1>{escape(title)}</h1>\n"
         f"{_table(['run', ''], meta_rows)}\n"
