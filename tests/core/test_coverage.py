@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pytest_loopguard.coverage import coverage_fields, coverage_table, rule_coverage
 from pytest_loopguard.engines import registry
-from pytest_loopguard.model import ToolCall, Trace
 from pytest_loopguard.model import Step as S
+from pytest_loopguard.model import ToolCall, Trace
 from pytest_loopguard.replay import replay
 
 
