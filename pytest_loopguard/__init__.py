@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from .errors import LoopguardError, LoopguardWarning, PolicyError, ScenarioError, TraceError
+from .errors import (
+    LoopguardError,
+    LoopguardWarning,
+    PolicyError,
+    RedactionError,
+    ScenarioError,
+    SessionError,
+    TraceError,
+)
 from .model import ReplayResult, StepResult, ToolCall, ToolResult, Trace, Verdict
 from .policy import Policy, resolve_policy
+from .recorder import Recorder
+from .redact import Redactor
 from .replay import replay
 from .runtime import Clock, Decision, Guard
+from .session import Session, ToolReply
 from .traceio import dump, dumps, load, load_file
 
 __all__ = [
@@ -17,10 +28,16 @@ __all__ = [
     "LoopguardWarning",
     "Policy",
     "PolicyError",
+    "Recorder",
+    "RedactionError",
+    "Redactor",
     "ReplayResult",
     "ScenarioError",
+    "Session",
+    "SessionError",
     "StepResult",
     "ToolCall",
+    "ToolReply",
     "ToolResult",
     "Trace",
     "TraceError",

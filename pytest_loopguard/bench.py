@@ -9,16 +9,19 @@ messages. Traces are generated before any clock starts, so only replay is timed.
 from __future__ import annotations
 
 import random
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final, final
 
 from tabulate import tabulate
 
-from .model import LLMCall, Message, Step, Task, ToolCall, ToolResult, Trace
+from .model import LLMCall, Message, Step, StepResult, Task, ToolCall, ToolResult, Trace
 from .policy import Policy
 from .replay import replay
+from .session import Session
 
 __all__ = ["BenchRow", "bench_table", "run_bench", "synthetic_trace"]
 
@@ -131,12 +134,27 @@ def synthetic_trace(name: str, rng: random.Random, steps: int = STEPS_PER_TRACE)
     )
 
 
-def run_bench(policies: Sequence[Policy], *, events: int = 20000, seed: int = 0) -> list[BenchRow]:
+def run_bench(
+    policies: Sequence[Policy], *, events: int = 20000, seed: int = 0, session: bool = False
+) -> list[BenchRow]:
     """Replay synthetic traces under each policy until `events` steps were reached; time replay only.
 
     Every policy replays the same traces in the same order (generated from `seed` once, outside the timing);
     a run a policy ends early (stop, fail) reaches fewer steps, so more traces are replayed for it.
+    `session=True` times a live `Session` fed each trace instead, recording it (redacted) to a temporary
+    file: the cost a live agent pays per event.
     """
+    with tempfile.TemporaryDirectory() as folder:
+        return _measure(policies, events, seed, Path(folder) if session else None)
+
+
+def _live(trace: Trace, policy: Policy, path: Path) -> tuple[StepResult, ...]:
+    with Session(policy, record=path, task=trace.task, context=trace.context, now_ms=None, name=trace.name) as live:
+        live.feed(trace.steps)
+    return live.steps
+
+
+def _measure(policies: Sequence[Policy], events: int, seed: int, folder: Path | None) -> list[BenchRow]:
     rng = random.Random(seed)
     pool: list[Trace] = []
     rows: list[BenchRow] = []
@@ -149,9 +167,12 @@ def run_bench(policies: Sequence[Policy], *, events: int = 20000, seed: int = 0)
             trace = pool[used]
             used += 1
             start = time.perf_counter()
-            result = replay(trace, policy)
+            if folder is None:
+                steps = replay(trace, policy).steps
+            else:
+                steps = _live(trace, policy, folder / f"{policy.name}-{used}.jsonl")
             elapsed += time.perf_counter() - start
-            for s in result.steps:
+            for s in steps:
                 if s.action != "not_reached":
                     reached += 1
                     if s.action != "allow":

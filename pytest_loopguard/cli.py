@@ -296,9 +296,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         return EXIT_OK
     names = args.policy or [n for n in preset_names() if n not in ALIASES]
     policies = [resolve_policy(n) for n in names]
-    rows = run_bench(policies, events=args.events, seed=args.seed)
+    rows = run_bench(policies, events=args.events, seed=args.seed, session=args.session)
     _out(bench_table(rows))
-    _out(f"{args.events} events per preset, seed {args.seed}")
+    live = " fed live through a recording Session" if args.session else ""
+    _out(f"{args.events} events per preset{live}, seed {args.seed}")
     return EXIT_OK
 
 
@@ -361,6 +362,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--events", type=int, default=20000, help="events per preset (default 20000)")
     p.add_argument("--policy", action="append", metavar="P", help="a preset or policy file; repeatable")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--session", action="store_true", help="time a live Session (recording, redacting) instead")
     p.add_argument("--import", dest="import_paths", nargs="*", metavar="PATH",
                    help="time the importers on these folders or tarballs instead (default: the shared corpus)")
     return parser

@@ -4,7 +4,8 @@
      ├── TraceError (also ValueError)     a trace file or mapping is malformed
      │    └── ScenarioError               a simulation scenario is malformed
      ├── PolicyError (also ValueError)    a policy, preset or override is malformed
-     └── RedactionError (also ValueError) a user redaction rule is malformed
+     ├── RedactionError (also ValueError) a user redaction rule is malformed
+     └── SessionError (also RuntimeError) a live session's events came out of order
 
 Every error carries the place it concerns so that a user can fix the input without a traceback.
 """
@@ -14,7 +15,10 @@ from __future__ import annotations
 import warnings
 from typing import final
 
-__all__ = ["LoopguardError", "LoopguardWarning", "PolicyError", "RedactionError", "ScenarioError", "TraceError"]
+__all__ = [
+    "LoopguardError", "LoopguardWarning", "PolicyError", "RedactionError", "ScenarioError", "SessionError",
+    "TraceError",
+]
 
 
 class LoopguardError(Exception):
@@ -88,6 +92,12 @@ class RedactionError(LoopguardError, ValueError):
         self.problem = problem
         self.rule = rule
         super().__init__(f"redact rule {rule}: {problem}")
+
+
+@final
+class SessionError(LoopguardError, RuntimeError):
+    """A live session used out of order (a call the model did not ask for, a result for no call, an event
+    after the run ended): what was expected instead is in the message."""
 
 
 @final

@@ -85,13 +85,16 @@ class Recorder:
     def closed(self) -> bool:
         return self._fd is None
 
-    def write(self, step: Step) -> None:
-        """Append one step (its index is the recorder's count, whatever `step.index` says)."""
-        self.write_mapping(step_to_mapping(step))
+    def write(self, step: Step, *, redacted: bool = False) -> None:
+        """Append one step (its index is the recorder's count, whatever `step.index` says).
 
-    def write_mapping(self, raw: Mapping[str, Any]) -> None:
+        `redacted`: its strings already went through this recorder's redactor (skips a second pass).
+        """
+        self.write_mapping(step_to_mapping(step), redacted=redacted)
+
+    def write_mapping(self, raw: Mapping[str, Any], *, redacted: bool = False) -> None:
         """Append one step given in its written form (a step kind this package's model cannot build yet)."""
-        self._line(raw)
+        self._line(raw, redacted)
         self._index += 1
 
     def close(self) -> None:
@@ -107,10 +110,10 @@ class Recorder:
     ) -> None:
         self.close()
 
-    def _line(self, raw: Mapping[str, Any]) -> None:
+    def _line(self, raw: Mapping[str, Any], redacted: bool = False) -> None:
         if self._fd is None:
             raise ValueError(f"{self.path}: the recorder is closed")
-        if self.redactor is not None:
+        if self.redactor is not None and not redacted:
             raw = self.redactor.value(raw)
         data = (json.dumps(raw, ensure_ascii=False, default=_json_default) + "\n").encode("utf-8")
         # one os.write per line, straight to the OS (no buffer a killed process would lose); a short

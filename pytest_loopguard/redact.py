@@ -36,7 +36,11 @@ BUILTIN_RULES: tuple[tuple[str, str], ...] = (
     ("bearer-token", r"\b[Bb]earer\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"),
 )
 
+# every built-in match contains one of these; a text holding none (most texts) skips the built-in rules.
+# Substring tests run at C speed, several times faster than one alternation regex over a long text.
+_BUILTIN_HINTS = ("sk-", "AKIA", "ASIA", "gh", "github_pat_", "xox", "earer", "-----BEGIN")
 _CUSTOM = "custom"
+_PLACEHOLDER = re.compile(r"<redacted:[a-z0-9][a-z0-9_-]*:[0-9]+>")
 
 
 @final
@@ -69,12 +73,13 @@ class Redactor:
     `builtin=False` leaves out the built-in patterns (`BUILTIN_RULES`).
     """
 
-    __slots__ = ("_counts", "_placeholders", "_rules")
+    __slots__ = ("_builtin", "_counts", "_placeholders", "_rules")
 
     def __init__(
         self, rules: Iterable[str] | Mapping[str, str] = (), *, extra: Iterable[str] = (), builtin: bool = True
     ) -> None:
-        compiled = [_Rule(label, re.compile(regex)) for label, regex in BUILTIN_RULES] if builtin else []
+        self._builtin = tuple(_Rule(label, re.compile(regex)) for label, regex in BUILTIN_RULES) if builtin else ()
+        compiled: list[_Rule] = []
         unnamed: list[str] = []
         if isinstance(rules, Mapping):
             for label, regex in rules.items():
@@ -102,25 +107,31 @@ class Redactor:
 
     def text(self, s: str) -> str:
         """`s` with every secret replaced by its placeholder."""
-        spans: list[tuple[int, int, str]] = []
-        for rule in self._rules:
+        spans: list[tuple[int, int, str | None]] = []
+        rules = self._rules
+        if self._builtin and any(hint in s for hint in _BUILTIN_HINTS):
+            rules = self._builtin + rules
+        for rule in rules:
             for m in rule.pattern.finditer(s):
                 start, end = m.span(rule.group)
                 if end > start:
                     spans.append((start, end, rule.label))
         if not spans:
             return s
+        # placeholders already in the text are kept as they are (a label of None), so redacting twice
+        # changes nothing: a user rule never eats into one
+        spans += [(m.start(), m.end(), None) for m in _PLACEHOLDER.finditer(s)]
         # matches of different rules may overlap (a key inside a bearer header): earliest first, then
         # the longest, then the earlier (more specific) rule; a span overlapping one already taken is
         # dropped, so nothing is redacted twice
-        spans.sort(key=lambda span: (span[0], -span[1]))
+        spans.sort(key=lambda span: (span[0], -span[1], span[2] is not None))
         out: list[str] = []
         pos = 0
         for start, end, label in spans:
             if start < pos:
                 continue
             out.append(s[pos:start])
-            out.append(self._placeholder(s[start:end], label))
+            out.append(s[start:end] if label is None else self._placeholder(s[start:end], label))
             pos = end
         out.append(s[pos:])
         return "".join(out)

@@ -390,6 +390,18 @@ def test_bench_prints_a_row_per_policy(capsys: pytest.CaptureFixture[str]) -> No
     assert lines[-1] == "300 events per preset, seed 0"
 
 
+def test_bench_session_feeds_the_same_traces_live_with_the_same_interventions(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    policies = [resolve_policy("default"), resolve_policy("qa-agent")]
+    replayed = run_bench(policies, events=400, seed=2)
+    live = run_bench(policies, events=400, seed=2, session=True)
+    assert [(r.policy, r.events, r.traces, r.interventions) for r in live] == [
+        (r.policy, r.events, r.traces, r.interventions) for r in replayed]
+    status, out, _ = run(capsys, "bench", "--session", "--events", "200", "--policy", "default")
+    assert status == 0 and out.splitlines()[-1] == "200 events per preset fed live through a recording Session, seed 0"
+
+
 def test_bench_traces_are_seeded_and_reach_the_event_count() -> None:
     first = synthetic_trace("a", random.Random(7), steps=120)
     again = synthetic_trace("a", random.Random(7), steps=120)

@@ -168,3 +168,11 @@ def test_a_malformed_configuration_names_the_file_and_table(tmp_path: Path, toml
 def test_a_bad_configured_regex_is_named() -> None:
     with pytest.raises(RedactionError, match=r"redact rule #2 'b\(': invalid regex"):
         Redactor(["a"], extra=["b("])
+
+
+def test_a_key_glued_to_the_word_before_it_is_not_taken_for_one() -> None:
+    # the price of no false positives inside words ("task-runner-2024-final-v2" holds "sk-runner-2024-…")
+    r = Redactor()
+    assert r.text("task-runner-2024-final-version-v2") == "task-runner-2024-final-version-v2"
+    glued = "cat" + PLANTED["openai-key"]
+    assert r.text(glued) == glued
