@@ -12,6 +12,7 @@ from .timeline_svg import ACTION_COLOURS, timeline_svg
 
 __all__ = ["render_html"]
 
+_DARK: Final = frozenset({"stop", "compact_retry", "fail"})
 _CSS: Final = """
 body { font-family: sans-serif; margin: 1.5em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; }
@@ -39,8 +40,10 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, row_class: 
 
 
 def _legend() -> str:
+    # Light text on the dark fills (stop, compact_retry, fail) keeps every label readable.
     spans = "".join(
-        f'<span style="background:{colour}">{escape(action)}</span>' for action, colour in ACTION_COLOURS.items()
+        f'<span style="background:{colour};color:{"#fff" if action in _DARK else "#222"}">{escape(action)}</span>'
+        for action, colour in ACTION_COLOURS.items()
     )
     return f'<p class="legend">{spans}</p>'
 
