@@ -7,6 +7,7 @@
     loopguard matrix PATHS --policies a,b [--json]         first intervention per trace and policy
     loopguard simulate FILE [-o OUT] [--policy P] [--json] run a scenario and record its trace
     loopguard diff PATHS --before P --after Q [--json|--markdown]  interventions that moved between two policies
+    loopguard schema [-o OUT]                              the trace format's JSON Schema
     loopguard import SRC... -o OUT [--from F]              agent logs -> one trace per run (docs/import.md)
     loopguard bench [--events N] [--policy P...] [--seed S] replay speed per preset
 
@@ -303,6 +304,17 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from .schema import schema_text
+
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(schema_text())
+    else:
+        sys.stdout.write(schema_text())
+    return EXIT_OK
+
+
 def _cmd_import(args: argparse.Namespace) -> int:
     return import_cmd.run(args)
 
@@ -354,6 +366,9 @@ def _parser() -> argparse.ArgumentParser:
     p = add("diff", lambda a: diff_cmd.run(a, _load_corpus, _out),
             "replay traces under two policies and show interventions that moved (exit 1 when any did)")
     diff_cmd.add_arguments(p)
+
+    p = add("schema", _cmd_schema, "print the JSON Schema of the trace format (for editors and validators)")
+    p.add_argument("-o", "--output", metavar="OUT", help="write it to OUT instead")
 
     p = add("import", _cmd_import, "convert agent logs (SWE-agent, mini-swe-agent, OpenHands ...) into traces")
     import_cmd.add_arguments(p)
