@@ -137,7 +137,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     # Import the built-in engines now: the registry caches their classes, and a module imported later (inside
     # a pytester run, which restores sys.modules afterwards) would lose the globals its settings' hints need.
-    registry()
+    try:
+        registry()
+    except LoopguardError as exc:  # an installed engine plugin that does not load
+        raise pytest.UsageError(str(exc)) from None
     policy: str | None = config.getoption("loopguard_policy", None)
     matrix_option: str | None = config.getoption("loopguard_matrix", None)
     matrix = tuple(p.strip() for p in matrix_option.split(",") if p.strip()) if matrix_option is not None else ()
