@@ -30,6 +30,7 @@ from typing import Any, TextIO
 from tabulate import tabulate
 
 from . import __version__, diff_cmd, import_cmd
+from .console import emit, fit_table, progress
 from .engines import ENGINE_ORDER, registry
 from .errors import LoopguardError, LoopguardWarning, TraceError
 from .expect import Mismatch, check
@@ -54,7 +55,7 @@ class _BadInput(Exception):
 
 # ---- output helpers --------------------------------------------------------------------------------
 def _out(text: str = "") -> None:
-    print(text, file=sys.stdout)
+    emit(text, sys.stdout)  # coloured on a terminal with rich, plain otherwise
 
 
 def _err(text: str) -> None:
@@ -132,7 +133,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         traces, errors = validate_paths(args.paths)
     _report_warnings(traces)
     results: list[tuple[ReplayResult, list[Mismatch]]] = []
-    for trace in traces:
+    for trace in progress(traces, "replaying"):
         try:
             result = execute(trace, policy)
         except LoopguardError as exc:  # e.g. a scenario the simulators reject: a bad input like a load error
@@ -219,8 +220,7 @@ def presets_table(policies: Sequence[Policy]) -> str:
             rows.append(row)
     # Engines classify calls by the policy's tool table, so its size differs between presets too.
     rows.append(["tools (rules)", *(str(len(p.tools)) for p in policies)])
-    return tabulate(rows, headers=["setting", *(p.name for p in policies)], tablefmt="simple",
-                    disable_numparse=True)
+    return fit_table(rows, ["setting", *(p.name for p in policies)])
 
 
 def _cmd_presets(args: argparse.Namespace) -> int:
@@ -240,7 +240,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     policies = [resolve_policy(n) for n in names]
     traces = _load_corpus(args.paths)
     table: list[tuple[Trace, list[ReplayResult]]] = []
-    for trace in traces:
+    for trace in progress(traces, "replaying"):
         table.append((trace, [execute(trace, p) for p in policies]))
     if args.json:
         _json([
@@ -263,7 +263,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
         ])
     else:
         rows = [[trace.name, *(_first_intervention(r) for r in results)] for trace, results in table]
-        _out(tabulate(rows, headers=["trace", *names], tablefmt="simple", disable_numparse=True))
+        _out(fit_table(rows, ["trace", *names]))
     return EXIT_OK
 
 

@@ -11,8 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, final
 
-from tabulate import tabulate
-
+from .console import fit_table
 from .engines import ENGINE_ORDER, registry
 from .model import ReplayResult
 
@@ -103,8 +102,7 @@ def coverage_table(coverage: RuleCoverage) -> str:
         [r.engine, r.reason + ("" if r.declared else " (undeclared)"), str(r.traces), str(r.verdicts)]
         for r in coverage.rows
     ]
-    table = tabulate(rows, headers=["engine", "reason", "traces", "verdicts"], tablefmt="simple",
-                     disable_numparse=True)
+    table = fit_table(rows, ["engine", "reason", "traces", "verdicts"])
     missing = coverage.uncovered
     covered = len(coverage.rows) - len(missing)
     summary = f"rule coverage: {covered} of {len(coverage.rows)} reason codes exercised by {coverage.traces} traces"

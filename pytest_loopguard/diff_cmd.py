@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import yaml
-from tabulate import tabulate
 
+from .console import fit_table, progress
 from .diff import Change, TraceDiff, diff_results
 from .errors import LoopguardError, PolicyError
 from .model import Trace
@@ -89,7 +89,7 @@ def render_text(diffs: Sequence[TraceDiff], before: str, after: str, *, show_all
                      f"steps {_saved(*d.steps)}; tokens {_saved(*d.tokens)}")
         if d.changes:
             rows = [[c.kind, *_step(c)] for c in d.changes]
-            lines.append(tabulate(rows, headers=["change", before, after], tablefmt="simple", disable_numparse=True))
+            lines.append(fit_table(rows, ["change", before, after]))
         lines.append("")
     moved = sum(1 for d in diffs if d.moved)
     lines.append(f"loopguard diff: {len(diffs)} traces, {moved} moved ({before} → {after})")
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace, load: Callable[[Sequence[str]], list[Trace]], 
     before, after = diff_policy(args.before), diff_policy(args.after)
     traces = load(args.paths)
     diffs: list[TraceDiff] = []
-    for trace in traces:
+    for trace in progress(traces, "diffing"):
         try:
             diffs.append(diff_results(execute(trace, before), execute(trace, after)))
         except LoopguardError as exc:

@@ -15,8 +15,7 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from tabulate import tabulate
-
+from .console import fit_table, progress
 from .errors import LoopguardError, TraceError
 from .importers import ImportedRun, Importer, Source, available, detect, get, to_trace
 from .redact import Redactor
@@ -94,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     notes: list[str] = []
     used: set[str] = set()
     failed = 0
-    for source in _sources(args.sources, pool):
+    for source in progress(list(_sources(args.sources, pool)), "importing"):
         if isinstance(source, TraceError):
             print(f"loopguard: error: {source}", file=sys.stderr)
             failed += 1
@@ -119,8 +118,7 @@ def run(args: argparse.Namespace) -> int:
             rows.append([name, imp.name, c["calls"], c["failed"], c["rejected"], _messages(c), _unmapped(r)])
             notes += [f"{name}: warning: {w}" for w in r.warnings]
     if rows:
-        print(tabulate(rows, headers=["trace", "from", "calls", "failed", "rejected", "messages", "unmapped"],
-                       tablefmt="simple", disable_numparse=True))
+        print(fit_table(rows, ["trace", "from", "calls", "failed", "rejected", "messages", "unmapped"]))
     for note in notes:
         print(note)
     secrets = f", {redactor.count} distinct secrets redacted" if redactor is not None else ", not redacted"

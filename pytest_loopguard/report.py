@@ -10,8 +10,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from tabulate import tabulate
-
+from .console import fit_table
 from .expect import Mismatch, describe_expect
 from .model import SEVERITY, ReplayResult, Step, StepResult, Verdict
 
@@ -93,7 +92,7 @@ def mismatch_table(result: ReplayResult, mismatches: list[Mismatch], context: in
     lines: list[str] = []
     if rows:
         headers = ["", "step", "call", "expected", "got", "engine", "reason", "message"]
-        lines.append(tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True))
+        lines.append(fit_table(rows, headers))
     lines.extend(str(m) for m in mismatches if m.step is None)
     return "\n".join(lines)
 
@@ -104,12 +103,7 @@ def timeline_table(result: ReplayResult) -> str:
     for step, got in zip(result.trace.steps, result.steps, strict=True):
         engine, reason, message = _verdict_cells(got)
         rows.append([str(got.index), step.label(CALL_WIDTH), got.action, engine, reason, message])
-    table = tabulate(
-        rows,
-        headers=["step", "call", "action", "engine", "reason", "message"],
-        tablefmt="simple",
-        disable_numparse=True,
-    )
+    table = fit_table(rows, ["step", "call", "action", "engine", "reason", "message"])
     return f"{table}\n{outcome_line(result)}"
 
 
@@ -144,7 +138,7 @@ def summary_table(results: list[tuple[ReplayResult, list[Mismatch]]]) -> str:
             ]
         )
     headers = ["trace", "file", "policy", "outcome", *SUMMARY_ACTIONS, "status"]
-    return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+    return fit_table(rows, headers)
 
 
 def json_entry(result: ReplayResult, mismatches: Sequence[Mismatch]) -> dict[str, Any]:
