@@ -1,15 +1,21 @@
-"""Canonical and ordered identities of tool arguments: computed once per call, compared by engines."""
+"""Identities of tool calls: canonical and ordered ones computed once per call, the others on demand.
+
+`canonical` and `ordered` are on every `ToolCall`. The three modes that one system each uses
+(`ordered_js`, `top_sorted_js`, `sorted_typed`, PRESETS.md) are computed only by the engines of the
+policies that ask for them, through `IDENTITIES`, so a call pays nothing for modes nobody reads.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
 import math
-from collections.abc import Hashable, Mapping
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, Final, Literal
 
 __all__ = [
-    "canonical_args", "canonical_json", "fingerprint", "key_part", "ordered_args_json", "ordered_fingerprint",
+    "IDENTITIES", "IDENTITY_MODES", "IdentityMode", "canonical_args", "canonical_json", "fingerprint", "key_part",
+    "ordered_args_json", "ordered_fingerprint", "ordered_js_json", "sorted_typed_json", "top_sorted_js_json",
 ]
 
 _SEP = "\x1f"  # cannot appear in a tool name we accept, so "a" + "bc" never equals "ab" + "c"
@@ -67,6 +73,34 @@ def fingerprint(tool: str, args: Mapping[str, Any]) -> str:
 def ordered_fingerprint(tool: str, args: Mapping[str, Any]) -> str:
     """The as-written identity of a call (`identity: ordered`)."""
     return tool + _SEP + ordered_args_json(args)
+
+
+def ordered_js_json(args: Mapping[str, Any]) -> str:
+    """`JSON.stringify` of parsed JSON (Gemini CLI): keys as written at every level, `1.0` written `1`."""
+    return json.dumps(_normalise(args), separators=(",", ":"), ensure_ascii=False)
+
+
+def top_sorted_js_json(args: Mapping[str, Any]) -> str:
+    """Roo Code's parameter text: top-level keys sorted, nested mappings as written, `1.0` written `1`."""
+    normalised = _normalise(args)
+    return json.dumps({k: normalised[k] for k in sorted(normalised)}, separators=(",", ":"), ensure_ascii=False)
+
+
+def sorted_typed_json(args: Mapping[str, Any]) -> str:
+    """serde_json value equality (Goose): keys sorted at every level, `1.0` and `1` differ."""
+    return json.dumps(_plain(args), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+IdentityMode = Literal["canonical", "ordered", "ordered_js", "top_sorted_js", "sorted_typed"]
+IDENTITY_MODES: Final = ("canonical", "ordered", "ordered_js", "top_sorted_js", "sorted_typed")
+# the argument text of each mode; `canonical` and `ordered` are also precomputed on every ToolCall
+IDENTITIES: Final[Mapping[str, Callable[[Mapping[str, Any]], str]]] = {
+    "canonical": canonical_json,
+    "ordered": ordered_args_json,
+    "ordered_js": ordered_js_json,
+    "top_sorted_js": top_sorted_js_json,
+    "sorted_typed": sorted_typed_json,
+}
 
 
 def key_part(value: Any) -> Hashable:

@@ -85,8 +85,11 @@ def loopguard_llm_result(llm: LLMCall, view: PromptView) -> Any:
 
 
 @hookspec
-def loopguard_compacted(view: PromptView) -> None:
-    """Called after any compaction of the prompt view (engines that remember context forget it here)."""
+def loopguard_compacted(view: PromptView) -> Any:
+    """Called after any compaction of the prompt view (engines that remember context forget it here).
+
+    May return verdicts (stuck_detector's condensation rule); they land on the `llm` step that compacted.
+    """
 
 
 @hookspec

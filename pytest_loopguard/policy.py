@@ -24,6 +24,7 @@ from typing import Any, Final, Literal, final, get_args, get_origin, get_type_hi
 import yaml
 
 from .engines import ENGINE_ORDER, registry
+from .engines.base import SettingError
 from .errors import PolicyError
 from .tools import Classifier, ToolRule, parse_rules
 
@@ -198,7 +199,11 @@ def coerce_settings(
             )
         changes[key] = _coerce(value, hints[key], where, source)
     instance = base if base is not None else cls()
-    return dataclasses.replace(instance, **changes)
+    try:  # settings check their own ranges in __post_init__
+        return dataclasses.replace(instance, **changes)
+    except SettingError as exc:
+        where = f"{field}.{exc.setting}" if field else exc.setting
+        raise PolicyError(exc.problem, field=where, source=source) from None
 
 
 def _type_name(tp: Any) -> str:

@@ -360,19 +360,20 @@ class Guard:
     # ---- model calls -------------------------------------------------------------------------------
     def before_llm(self, llm: LLMCall) -> Decision:
         """Before a model call: dedup and pre-prompt compaction of the prompt view."""
-        d = self._decide(self.hook.loopguard_before_llm(llm=llm, view=self.run.view))
-        self._after_compaction(d)
-        return d
+        return self._after_compaction(self._decide(self.hook.loopguard_before_llm(llm=llm, view=self.run.view)))
 
     def llm_result(self, llm: LLMCall) -> Decision:
         """After a model call: error recovery (compact and retry, back off and retry, or fail)."""
-        d = self._decide(self.hook.loopguard_llm_result(llm=llm, view=self.run.view))
-        self._after_compaction(d)
-        return d
+        return self._after_compaction(self._decide(self.hook.loopguard_llm_result(llm=llm, view=self.run.view)))
 
-    def _after_compaction(self, d: Decision) -> None:
-        if any(v.action in ("compact", "compact_retry") for v in d.verdicts):
-            self.hook.loopguard_compacted(view=self.run.view)
+    def _after_compaction(self, d: Decision) -> Decision:
+        if not any(v.action in ("compact", "compact_retry") for v in d.verdicts):
+            return d
+        extra = _flatten(self.hook.loopguard_compacted(view=self.run.view))
+        if not extra:
+            return d
+        verdicts = d.verdicts + tuple(extra)
+        return Decision(combine(verdicts), verdicts)
 
     # ---- other events ------------------------------------------------------------------------------
     def phase(self, phase: str) -> Decision:

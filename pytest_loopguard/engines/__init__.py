@@ -11,4 +11,4 @@ from .base import Engine, EngineSettings, register_engine, registry
 __all__ = ["ENGINE_ORDER", "Engine", "EngineSettings", "register_engine", "registry"]
 
 # The order engines are consulted and listed in: guards first, then context engines.
-ENGINE_ORDER = ("loop_guard", "read_tracker", "failure_tracker", "budget", "dedup", "context")
+ENGINE_ORDER = ("loop_guard", "read_tracker", "failure_tracker", "budget", "stuck_detector", "dedup", "context")

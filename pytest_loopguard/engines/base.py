@@ -9,12 +9,38 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from ..runtime import RunContext
 
-__all__ = ["ENTRY_POINT_GROUP", "Engine", "EngineSettings", "load_engine_plugins", "register_engine", "registry"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Engine",
+    "EngineSettings",
+    "SettingError",
+    "at_least",
+    "load_engine_plugins",
+    "register_engine",
+    "registry",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class EngineSettings:
     """Base of every engine's settings dataclass (frozen; presets and overrides build new instances)."""
+
+
+class SettingError(ValueError):
+    """A settings value out of its range; the policy layer turns it into a PolicyError naming the setting."""
+
+    def __init__(self, setting: str, problem: str) -> None:
+        self.setting = setting
+        self.problem = problem
+        super().__init__(f"{setting}: {problem}")
+
+
+def at_least(settings: object, minimum: int, *names: str) -> None:
+    """Raise SettingError for the first of `names` whose value is below `minimum` (None means off)."""
+    for name in names:
+        value = getattr(settings, name)
+        if value is not None and value < minimum:
+            raise SettingError(name, f"expected an integer >= {minimum}, got {value!r}")
 
 
 class Engine:
@@ -38,6 +64,7 @@ _BUILTIN_MODULES = {
     "read_tracker": "read_tracker",
     "failure_tracker": "failure_tracker",
     "budget": "budget",
+    "stuck_detector": "stuck_detector",
     "dedup": "dedup",
     "context": "context",
 }

@@ -94,7 +94,7 @@ class Settings(EngineSettings):
     overflow_strategy: Literal["preserve_schedule", "force_fraction"] = "preserve_schedule"
     preserve_schedule: tuple[int, ...] = (4, 2, 0)
     force_compact_fraction: float = 0.75
-    max_compact_retries: int = 3
+    max_compact_retries: int | None = 3  # None: no limit (OpenHands condenses after every overflow)
     # transient errors: back off and retry
     transient_markers: tuple[str, ...] = DEFAULT_TRANSIENT_MARKERS
     max_transient_retries: int = 5
@@ -321,7 +321,7 @@ class Context(Engine):
         s = self.settings
         self._overflow_streak += 1
         attempt = self._overflow_streak
-        if attempt > s.max_compact_retries:
+        if s.max_compact_retries is not None and attempt > s.max_compact_retries:
             return Verdict(
                 self.name,
                 "fail",
@@ -356,7 +356,7 @@ class Context(Engine):
             "compact_retry",
             "context.overflow",
             f"Context window exceeded: compacted to {done['preserved']} recent messages and retrying "
-            f"(attempt {attempt} of {s.max_compact_retries}).",
+            f"(attempt {attempt}{'' if s.max_compact_retries is None else f' of {s.max_compact_retries}'}).",
             data,
         )
 

@@ -1,14 +1,16 @@
-"""loop_guard: consecutive identical calls, poll calls, ping-pong and poisoned outcomes (seed 000)."""
+"""loop_guard: consecutive identical calls, poll calls, ping-pong and poisoned outcomes (seed 000; Roo, Goose)."""
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..fingerprint import IDENTITIES, IdentityMode
 from ..hookspecs import hookimpl
 from ..model import Verdict
-from .base import Engine, EngineSettings
+from .base import Engine, EngineSettings, SettingError, at_least
 
 if TYPE_CHECKING:
     from ..model import Message, ToolCall, ToolResult
@@ -21,9 +23,17 @@ __all__ = ["ENGINE", "LoopGuard", "Settings"]
 class Settings(EngineSettings):
     """The loop guard's thresholds; presets set them from PRESETS.md (docs/engines.md has the table)."""
 
-    identity: Literal["canonical", "ordered"] = "canonical"
-    warn_at: int = 3
-    block_at: int = 5
+    identity: IdentityMode = "canonical"
+    warn_at: int | None = 3  # None: no warning stage (Roo, Goose)
+    block_at: int | None = 5  # None: never blocks on the consecutive count (Goose out of the box)
+    reset_after_block: bool = False  # Roo: a block forgets the current identity and its count
+    # calls invisible to the engine: {tool: NAME, when: {arg: value}}; Roo's scroll actions
+    exempt: tuple[Mapping[str, Any], ...] = ()
+    # what the agent is told at a consecutive block; {tool} and {count} are filled in
+    block_message: str = (
+        "Blocked: tool '{tool}' called {count} times with identical parameters. "
+        "Try a different approach or different parameters."
+    )
     warn_action: Literal["warn", "block"] = "warn"  # Spacebot skips the call on a warning: block
     poll_multiplier: int = 3
     poll_shell_tools: tuple[str, ...] = ()  # tools whose short argument text with a poll word is a poll call
@@ -40,6 +50,25 @@ class Settings(EngineSettings):
     outcome_block_threshold: int = 4  # 0 disables outcome poisoning
     outcome_prefix_bytes: int = 1000
     reset_on_user_message: bool = True
+
+    def __post_init__(self) -> None:
+        at_least(self, 1, "warn_at", "block_at", "poll_multiplier", "ring_size", "ping_pong_detect_repeats",
+                 "ping_pong_min_repeats", "outcome_prefix_bytes")
+        at_least(self, 0, "max_warnings_per_call", "outcome_block_threshold")
+        try:
+            self.block_message.format(tool="t", count=1)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise SettingError("block_message", f"expected a text with only {{tool}} and {{count}}: {exc!r}") from None
+        for i, rule in enumerate(self.exempt):
+            tool = rule.get("tool")
+            if not isinstance(tool, str) or not tool:
+                raise SettingError(f"exempt[{i}].tool", f"expected a tool name, got {tool!r}")
+            when = rule.get("when")
+            if when is not None and not isinstance(when, Mapping):
+                raise SettingError(f"exempt[{i}].when", f"expected a mapping of argument values, got {when!r}")
+            unknown = set(rule) - {"tool", "when"}
+            if unknown:
+                raise SettingError(f"exempt[{i}]", f"unknown key(s) {sorted(unknown)}; expected tool, when")
 
 
 NAME = "loop_guard"
@@ -70,7 +99,14 @@ class LoopGuard(Engine):
     def __init__(self, settings: LoopGuardSettings, run: RunContext) -> None:
         super().__init__(settings, run)
         self.settings: LoopGuardSettings = settings
-        self._ordered = settings.identity == "ordered"
+        mode = settings.identity
+        # canonical and ordered are precomputed on every call; the other modes are computed here, only
+        # for the policies that use them
+        self._identity_text = None if mode in ("canonical", "ordered") else IDENTITIES[mode]
+        self._ordered = mode == "ordered"
+        self._exempt: dict[str, list[Mapping[str, Any]]] = {}
+        for rule in settings.exempt:
+            self._exempt.setdefault(rule["tool"], []).append(rule.get("when") or {})
         self._poll_words = tuple(w.lower() for w in settings.poll_words)
         self._poll_shell_tools = frozenset(settings.poll_shell_tools)
         # identity -> (tool, observation?, poll?): pure functions of the identity, kept across resets
@@ -85,7 +121,16 @@ class LoopGuard(Engine):
 
     # ---- identity ----------------------------------------------------------------------------------
     def _identity(self, call: ToolCall) -> str:
+        if self._identity_text is not None:
+            return call.tool + "\x1f" + self._identity_text(call.args)
         return call.ordered_fingerprint if self._ordered else call.fingerprint
+
+    def _is_exempt(self, call: ToolCall) -> bool:
+        conditions = self._exempt.get(call.tool)
+        if conditions is None:
+            return False
+        args = call.args
+        return any(all(args.get(k) == v for k, v in when.items()) for when in conditions)
 
     def _facts_of(self, identity: str, call: ToolCall) -> tuple[str, bool, bool]:
         facts = self._facts.get(identity)
@@ -105,6 +150,8 @@ class LoopGuard(Engine):
     @hookimpl
     def loopguard_before_call(self, call: ToolCall) -> Verdict | None:
         s = self.settings
+        if self._exempt and self._is_exempt(call):
+            return None  # invisible: the current identity and its count stay as they were
         identity = self._identity(call)
         tool, _, poll = self._facts_of(identity, call)
         # the ring holds every call the agent made, blocked ones included
@@ -126,20 +173,22 @@ class LoopGuard(Engine):
         self._consecutive += 1
         count = self._consecutive
         multiplier = s.poll_multiplier if poll else 1
-        block_at = s.block_at * multiplier
-        if count >= block_at:
+        block_at = s.block_at * multiplier if s.block_at is not None else None
+        if block_at is not None and count >= block_at:
+            if s.reset_after_block:  # Roo resets its detector after refusing a call
+                self._forget_current()
             return Verdict(
-                NAME, "block", "loop_guard.consecutive_block",
-                f"Blocked: tool '{tool}' called {count} times with identical parameters. "
-                "Try a different approach or different parameters.",
+                NAME, "block", "loop_guard.consecutive_block", s.block_message.format(tool=tool, count=count),
                 {"tool": tool, "count": count, "threshold": block_at, "poll": poll},
             )
-        warn_at = s.warn_at * multiplier
-        if count >= warn_at:
+        warn_at = s.warn_at * multiplier if s.warn_at is not None else None
+        if warn_at is not None and count >= warn_at:
             self._warnings += 1
             data = {"tool": tool, "count": count, "threshold": warn_at, "block_at": block_at, "poll": poll,
                     "warnings": self._warnings, "max_warnings": s.max_warnings_per_call}
             if self._warnings > s.max_warnings_per_call:
+                if s.reset_after_block:
+                    self._forget_current()
                 return Verdict(
                     NAME, "block", "loop_guard.warnings_exhausted",
                     f"Blocked: tool '{tool}' called {count} times with identical parameters after "
@@ -156,6 +205,11 @@ class LoopGuard(Engine):
         if s.ping_pong:
             return self._ping_pong(identity, tool)
         return None
+
+    def _forget_current(self) -> None:
+        self._current = None
+        self._consecutive = 0
+        self._warnings = 0
 
     def _ping_pong(self, identity: str, tool: str) -> Verdict | None:
         s = self.settings
@@ -215,7 +269,7 @@ class LoopGuard(Engine):
     @hookimpl
     def loopguard_after_call(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> None:
         threshold = self.settings.outcome_block_threshold
-        if blocked or result is None or threshold <= 0:
+        if blocked or result is None or threshold <= 0 or (self._exempt and self._is_exempt(call)):
             return
         text = result.result_text
         if text is None:
@@ -234,9 +288,7 @@ class LoopGuard(Engine):
             return
         # a user message starts a new prompt: Spacebot builds a fresh guard for it
         self._ring.clear()
-        self._current = None
-        self._consecutive = 0
-        self._warnings = 0
+        self._forget_current()
         self._ping_pong_warnings.clear()
         self._outcomes.clear()
         self._poisoned.clear()

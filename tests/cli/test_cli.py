@@ -261,7 +261,8 @@ def test_presets_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
     header = out.splitlines()[0].split()
     assert header[0] == "setting"
     assert set(header[1:]) == {"browser-use", "claw-code", "default", "hermes", "hermes-current", "openchrome",
-                               "qa-agent", "spacebot-branch", "spacebot-channel", "spacebot-worker"}
+                               "qa-agent", "spacebot-branch", "spacebot-channel", "spacebot-worker",
+                               "openhands", "openhands-sdk", "gemini-cli", "gemini-cli-2026-06", "roo", "goose"}
     rows = table_rows(out)
     column = {name: i for i, name in enumerate(header[1:])}
     warn_at = rows["loop_guard.warn_at"]
@@ -271,6 +272,13 @@ def test_presets_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
     assert rows["failure_tracker.max_failures"][column["browser-use"]] == "5"
     assert rows["budget.max_observation_streak"][column["openchrome"]] == "6"
     assert rows["budget.max_tool_calls"][column["openchrome"]] == "null"
+    assert [warn_at[column[p]] for p in ("roo", "goose")] == ["null", "null"]
+    assert [rows["loop_guard.block_at"][column[p]] for p in ("roo", "goose")] == ["4", "3"]
+    assert [rows["loop_guard.identity"][column[p]] for p in ("roo", "goose")] == ["top_sorted_js", "sorted_typed"]
+    detector = rows["stuck_detector.detector"]
+    assert [detector[column[p]] for p in ("openhands", "openhands-sdk", "gemini-cli", "gemini-cli-2026-06")] == [
+        "openhands", "openhands_sdk", "gemini", "gemini"]
+    assert detector[column["default"]] == "—"
 
 
 def test_presets_named_and_alias(capsys: pytest.CaptureFixture[str]) -> None:

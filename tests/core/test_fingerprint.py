@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from typing import get_args
 
 import pytest
 
 from pytest_loopguard.fingerprint import (
+    IDENTITIES,
+    IDENTITY_MODES,
+    IdentityMode,
     canonical_args,
     canonical_json,
     fingerprint,
     ordered_args_json,
     ordered_fingerprint,
+    ordered_js_json,
+    sorted_typed_json,
+    top_sorted_js_json,
 )
 from pytest_loopguard.model import ToolCall
+from pytest_loopguard.policy import resolve_policy
 
 
 def test_canonical_sorts_keys_and_drops_whitespace() -> None:
@@ -96,3 +104,59 @@ def test_key_part_keeps_scalars_and_keys_containers_by_canonical_json() -> None:
     assert key_part({"b": 1, "a": [1.0]}) == key_part({"a": [1], "b": 1})
     assert key_part(["a", "b"]) != key_part(["b", "a"])
     assert hash(key_part({"a": [1]})) == hash(key_part({"a": [1.0]}))
+
+
+# ---- the three identity modes one system each uses (PRESETS.md, common rules) ----------------------------
+
+NESTED_A = {"q": "x", "filter": {"lang": "py", "stars": 10}}
+NESTED_B = {"filter": {"stars": 10, "lang": "py"}, "q": "x"}  # the same data, every mapping reordered
+TOP_ONLY = {"filter": {"lang": "py", "stars": 10}, "q": "x"}  # top level reordered, nested as in A
+
+
+def same(mode: str, a: dict[str, object], b: dict[str, object]) -> bool:
+    return IDENTITIES[mode](a) == IDENTITIES[mode](b)
+
+
+def test_every_mode_has_a_function_and_the_loop_guard_accepts_it() -> None:
+    assert set(IDENTITIES) == set(IDENTITY_MODES) == set(get_args(IdentityMode))
+    for mode in IDENTITY_MODES:  # each is a valid loop_guard setting
+        policy = resolve_policy({"preset": "roo", "loop_guard": {"identity": mode}})
+        assert policy.settings("loop_guard").identity == mode
+
+
+@pytest.mark.parametrize(
+    ("mode", "top_order", "nested_order", "one_point_zero"),
+    [
+        # key order matters at every level; 1.0 is written 1 (JSON.stringify of parsed JSON)
+        ("ordered_js", True, True, False),
+        # only the top level is sorted; 1.0 is written 1 (Roo)
+        ("top_sorted_js", False, True, False),
+        # sorted at every level; 1.0 and 1 are different values (serde_json)
+        ("sorted_typed", False, False, True),
+        # for comparison: the two older modes
+        ("canonical", False, False, False),
+        ("ordered", True, True, True),
+    ],
+)
+def test_what_distinguishes_each_mode(mode: str, top_order: bool, nested_order: bool, one_point_zero: bool) -> None:
+    assert (not same(mode, NESTED_A, TOP_ONLY)) == top_order
+    assert (not same(mode, TOP_ONLY, NESTED_B)) == nested_order
+    assert (not same(mode, {"page": 1}, {"page": 1.0})) == one_point_zero
+    # in every mode lists keep their order, strings compare as written, and bools are not numbers
+    assert not same(mode, {"a": [1, 2]}, {"a": [2, 1]})
+    assert not same(mode, {"s": "caf\u00e9"}, {"s": "cafe\u0301"})
+    assert not same(mode, {"v": True}, {"v": 1})
+
+
+def test_the_texts_themselves() -> None:
+    assert ordered_js_json({"b": 1.0, "a": {"y": 2.5, "x": 1}}) == '{"b":1,"a":{"y":2.5,"x":1}}'
+    assert top_sorted_js_json({"b": 1.0, "a": {"y": 2.5, "x": 1}}) == '{"a":{"y":2.5,"x":1},"b":1}'
+    assert sorted_typed_json({"b": 1.0, "a": {"y": 2.5, "x": 1}}) == '{"a":{"x":1,"y":2.5},"b":1.0}'
+    assert sorted_typed_json({"d": dt.date(2026, 1, 2)}) == '{"d":"2026-01-02"}'
+
+
+def test_tool_calls_do_not_carry_the_extra_modes() -> None:
+    # per-event cost: a ToolCall computes canonical and ordered only; the other modes are the engines' job
+    call = ToolCall.of("t", {"a": 1})
+    assert set(ToolCall.__slots__) == {"tool", "args", "canonical", "ordered", "fingerprint", "ordered_fingerprint"}
+    assert call.canonical == '{"a":1}'

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from pathlib import Path
 
@@ -29,7 +30,8 @@ def test_every_preset_and_alias_is_listed_and_resolves() -> None:
 
 def test_none_means_default() -> None:
     assert resolve_policy(None).name == "default"
-    assert set(resolve_policy(None).engines) == set(ENGINE_ORDER)
+    # every engine but stuck_detector, whose rule sets are other systems' (PRESETS.md: default)
+    assert set(resolve_policy(None).engines) == set(ENGINE_ORDER) - {"stuck_detector"}
 
 
 def test_alias_keeps_the_name_as_given_and_the_settings_of_its_target() -> None:
@@ -237,3 +239,30 @@ def test_policy_objects_pass_through_and_serialise() -> None:
     assert data["engines"]["budget"]["max_observation_streak"] == 6
     assert {"tool": "computer", "kind": "observation", "when": {"action": "screenshot"}} in data["tools"]
     assert isinstance(policy, Policy)
+
+
+# ---- issue 12's presets: every one names what it follows, with the commit or version ------------------------
+NEW_PRESETS = {
+    "openhands": ("156d0686", {"stuck_detector", "context"}),
+    "openhands-sdk": ("611629e", {"stuck_detector"}),
+    "gemini-cli": ("5411f113", {"stuck_detector"}),
+    "gemini-cli-2026-06": ("28429", {"stuck_detector"}),
+    "roo": ("3747946", {"loop_guard"}),
+    "goose": ("RepetitionInspector", {"loop_guard"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEW_PRESETS))
+def test_new_presets_name_their_source_and_engines(name: str) -> None:
+    version, engines = NEW_PRESETS[name]
+    policy = resolve_policy(name)
+    assert version in policy.source and "PRESETS.md" in policy.source
+    assert policy.description  # quoted in the YAML: a `#` in it would otherwise start a comment
+    assert set(policy.engines) == engines
+
+
+def test_gemini_2026_06_differs_from_gemini_cli_only_in_cycle_lengths() -> None:
+    new = resolve_policy("gemini-cli").settings("stuck_detector")
+    old = resolve_policy("gemini-cli-2026-06").settings("stuck_detector")
+    assert (new.cycle_lengths, old.cycle_lengths) == ((1, 2, 3, 4, 5), (1,))
+    assert dataclasses.replace(old, cycle_lengths=new.cycle_lengths) == new

@@ -502,6 +502,67 @@ def test_guard_api_counts_blocked_calls_and_resets_at_a_user_message() -> None:
     assert guard.before_call(build).action == "allow"
 
 
+# ---- Roo and Goose: no warning stage, reset after a block, exempt calls (PRESETS.md: roo, goose) --------
+ROO_SCROLL: dict[str, Any] = {"tool": "browser_action", "args": {"action": "scroll_down"}}
+READ: dict[str, Any] = {"tool": "read_file", "args": {"path": "a.ts"}}
+
+
+def test_roo_blocks_the_fourth_and_forgets() -> None:
+    assert timeline(run("roo", [READ] * 8)) == (["allow"] * 3 + ["block consecutive_block"]) * 2
+    # without the reset every further identical call is blocked (as Goose does)
+    assert timeline(run("roo", [READ] * 6, reset_after_block=False)) == ["allow"] * 3 + ["block consecutive_block"] * 3
+
+
+def test_reset_after_block_applies_to_any_preset() -> None:
+    # default: warn 3 (runs), block 5; with the reset, the 6th identical call counts 1 again
+    result = run("default", [call("click", index=1)] * 7, reset_after_block=True, ping_pong=False)
+    assert timeline(result) == ["allow", "allow", "warn consecutive_warning", "warn consecutive_warning",
+                                "block consecutive_block", "allow", "allow"]
+
+
+def test_roo_scrolls_are_invisible_to_the_count() -> None:
+    assert timeline(run("roo", [READ, ROO_SCROLL, READ, READ, READ])) == ["allow"] * 4 + ["block consecutive_block"]
+    # an exempt call is never counted itself, however often it comes
+    assert timeline(run("roo", [ROO_SCROLL] * 10)) == ["allow"] * 10
+    # the exemption needs the argument: a click is a call like any other and breaks the run of reads
+    click = {"tool": "browser_action", "args": {"action": "click", "coordinate": "1,1"}}
+    assert timeline(run("roo", [READ, READ, READ, click, READ])) == ["allow"] * 5
+
+
+def test_exempt_rules_without_a_condition_cover_every_call_of_the_tool() -> None:
+    steps = [READ, call("wait", seconds=1), READ, call("wait", seconds=2), READ, READ]
+    assert timeline(run("roo", steps)) == ["allow"] * 5 + ["allow"]
+    assert timeline(run("roo", steps, exempt=[{"tool": "wait"}])) == ["allow"] * 5 + ["block consecutive_block"]
+
+
+def test_no_warning_stage_when_warn_at_is_null() -> None:
+    result = run("roo", [READ] * 4)
+    assert timeline(result)[:3] == ["allow"] * 3
+    assert verdict_data(result, 3)["threshold"] == 4
+
+
+def test_roo_and_goose_keep_counting_across_user_messages() -> None:
+    assert timeline(run("roo", [READ, READ, READ, USER, READ]))[-1] == "block consecutive_block"
+    assert timeline(run("goose", [READ, READ, USER, READ]))[-1] == "block consecutive_block"
+    # the same with the reset switched back on: the message starts the count again
+    assert timeline(run("goose", [READ, READ, USER, READ], reset_on_user_message=True))[-1] == "allow"
+
+
+def test_goose_denies_from_the_third_and_keeps_denying() -> None:
+    result = run("goose", [READ] * 5)
+    assert timeline(result) == ["allow", "allow"] + ["block consecutive_block"] * 3
+    assert [verdict_data(result, i)["count"] for i in (2, 3, 4)] == [3, 4, 5]
+    assert timeline(run("goose", [READ] * 5, block_at=None)) == ["allow"] * 5
+
+
+def test_block_messages_are_each_systems_own() -> None:
+    roo = run("roo", [READ] * 4).steps[3].verdicts[0].message
+    assert roo == ("Roo appears to be stuck in a loop, attempting the same action (read_file) repeatedly. "
+                   "This might indicate a problem with its current strategy.")
+    goose = run("goose", [READ] * 3).steps[2].verdicts[0].message
+    assert goose.startswith("Tool 'read_file' has exceeded maximum repetitions")
+
+
 # ---- the corpus -------------------------------------------------------------------------------
 CORPUS = sorted((Path(__file__).parents[2] / "traces" / "loop_guard").glob("*.yaml"))
 

@@ -50,6 +50,10 @@ def test_source_literals_match_declarations(engine: str) -> None:
     source = inspect.getsource(inspect.getmodule(cls))  # type: ignore[arg-type]
     body = source.split("REASONS = (", 1)[0] + source.split("REASONS = (", 1)[1].split(")", 1)[1]
     literals = set(re.findall(rf'"({re.escape(engine)}\.[a-z_]+)"', body))
+    if engine == "stuck_detector":
+        # codes are built from the rule's name: f"{NAME}.action_error_nudge", _stop("monologue"), _detection("tool_loop"
+        literals |= {f"stuck_detector.{c}" for c in re.findall(r'f"\{NAME\}\.([a-z_]+)"', body)}
+        literals |= {f"stuck_detector.{c}" for c in re.findall(r'_(?:stop|detection)\(\s*"([a-z_]+)"', body)}
     if engine == "budget":
         literals |= {f"budget.{a or b}" for a, b in BUDGET_CALL.findall(body)}
     assert literals == set(cls.REASONS)
