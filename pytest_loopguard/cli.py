@@ -140,10 +140,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
             errors.append(exc if isinstance(exc, TraceError) else TraceError(str(exc), file=trace.path))
             continue
         results.append((result, check(result)))
-    if args.coverage or args.report:
-        from .run_report import run_report  # report and coverage rendering stay off the plain run's path
-
-        run_report(args, results, policy)
     if args.json:
         _json([{**json_entry(r, m), "mismatches": [str(x) for x in m]} for r, m in results])
     else:
@@ -157,6 +153,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         failed = sum(1 for _, m in results if m)
         _out()
         _out(f"loopguard: {len(results)} traces replayed, {failed} mismatched")
+    if args.coverage or args.report:
+        from .run_report import run_report  # report and coverage rendering stay off the plain run's path
+
+        run_report(args, results, policy)
     for error in errors:
         _err(f"error: {error}")
     if errors:

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .console import emit
 from .coverage import coverage_table, rule_coverage
 from .errors import LoopguardError
 from .expect import Mismatch, check
@@ -30,8 +31,9 @@ def run_report(args: argparse.Namespace, results: Sequence[tuple[ReplayResult, l
         _checked(args.report)
     entries = [report_entry(r, m, policy_for(r.trace, policy)[0].engines) for r, m in results]
     if args.coverage:
-        print(coverage_table(rule_coverage(entries)), file=sys.stderr if args.json else sys.stdout)
-        print(file=sys.stderr if args.json else sys.stdout)
+        stream = sys.stderr if args.json else sys.stdout
+        print(file=stream)
+        emit(coverage_table(rule_coverage(entries)), stream)
     if args.report:
         meta = {"command": "loopguard run", "policy": args.policy, "matrix": [], "paths": list(args.paths)}
         write_report(args.report, entries, meta)
