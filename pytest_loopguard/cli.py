@@ -363,7 +363,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", help="a preset name or policy file (default: the scenario's own)")
     p.add_argument("--json", action="store_true")
 
-    p = add("diff", lambda a: diff_cmd.run(a, _load_corpus, _out),
+    p = add("diff", lambda a: diff_cmd.run(a, _load_corpus, execute, _out),
             "replay traces under two policies and show interventions that moved (exit 1 when any did)")
     diff_cmd.add_arguments(p)
 

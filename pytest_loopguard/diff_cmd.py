@@ -18,9 +18,8 @@ import yaml
 from .console import fit_table, progress
 from .diff import Change, TraceDiff, diff_results
 from .errors import LoopguardError, PolicyError
-from .model import Trace
+from .model import ReplayResult, Trace
 from .policy import Policy, resolve_policy
-from .replay import execute
 from .report_md import md_table
 
 __all__ = ["add_arguments", "diff_policy", "render_markdown", "render_text", "run"]
@@ -108,8 +107,17 @@ def render_markdown(diffs: Sequence[TraceDiff], before: str, after: str, *, show
     return "\n".join(out)
 
 
-def run(args: argparse.Namespace, load: Callable[[Sequence[str]], list[Trace]], out: Callable[[str], None]) -> int:
-    """The command: 0 nothing moved, 1 something moved; bad input raises (the caller exits 2)."""
+def run(
+    args: argparse.Namespace,
+    load: Callable[[Sequence[str]], list[Trace]],
+    execute: Callable[[Trace, Policy], ReplayResult],
+    out: Callable[[str], None],
+) -> int:
+    """The command: 0 nothing moved, 1 something moved; bad input raises (the caller exits 2).
+
+    The caller passes how to load a corpus and run one trace (replay, or simulate a scenario), so this
+    module follows the command's own choice of both.
+    """
     before, after = diff_policy(args.before), diff_policy(args.after)
     traces = load(args.paths)
     diffs: list[TraceDiff] = []
