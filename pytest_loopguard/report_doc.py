@@ -25,6 +25,7 @@ __all__ = [
     "REPORT_FORMATS",
     "REPORT_SCHEMA",
     "by_trace",
+    "meta_text",
     "report_document",
     "report_entry",
     "report_format",
@@ -62,6 +63,15 @@ def report_entry(result: ReplayResult, mismatches: Sequence[Mismatch], engines: 
         entry["mismatch_table"] = mismatch_table(result, list(mismatches))
     entry.update(coverage_fields(engines, result))
     return entry
+
+
+def meta_text(value: Any) -> str:
+    """A metadata value as a report table shows it: `—` for none, lists comma-separated."""
+    if value is None or value == []:
+        return "—"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    return str(value)
 
 
 def by_trace(entries: Iterable[Mapping[str, Any]]) -> list[tuple[tuple[str, str], list[Mapping[str, Any]]]]:

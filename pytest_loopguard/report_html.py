@@ -7,7 +7,7 @@ from html import escape
 from typing import Any, Final
 
 from .report import SUMMARY_ACTIONS
-from .report_doc import by_trace
+from .report_doc import by_trace, meta_text
 from .timeline_svg import ACTION_COLOURS, timeline_svg
 
 __all__ = ["render_html"]
@@ -90,7 +90,7 @@ def render_html(document: Mapping[str, Any]) -> str:
     """The page: metadata, summary, every trace (timeline, results, mismatch tables), rule coverage."""
     meta = document.get("meta", {})
     summary = document.get("summary", {})
-    meta_rows = [[k, v if isinstance(v, str) else str(v)] for k, v in meta.items()]
+    meta_rows = [[k, meta_text(v)] for k, v in meta.items()]
     groups = by_trace(document.get("traces", []))
     sections = "\n".join(_trace_section(key, entries) for key, entries in groups)
     title = f"loopguard report: {summary.get('traces', 0)} traces, {summary.get('mismatched', 0)} mismatched"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .report_doc import by_trace
+from .report_doc import by_trace, meta_text
 from .timeline_svg import ACTION_LETTERS
 
 __all__ = ["md_table", "render_markdown", "strip"]
@@ -35,7 +35,7 @@ def render_markdown(document: Mapping[str, Any]) -> str:
     out = [
         f"# loopguard report: {summary.get('traces', 0)} traces, {summary.get('mismatched', 0)} mismatched",
         "",
-        md_table(["run", ""], [[k, v] for k, v in meta.items()]),
+        md_table(["run", ""], [[k, meta_text(v)] for k, v in meta.items()]),
         "",
         "## Traces",
         "",

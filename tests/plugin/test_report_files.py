@@ -157,3 +157,10 @@ def test_matrix_html_has_a_row_per_policy(pytester: pytest.Pytester) -> None:
     assert drawn[("six", "default")] != drawn[("six", "spacebot")]
     root = ET.fromstring((pytester.path / "m.html").read_text(encoding="utf-8"))
     assert len([s for s in root.iter("section")]) == 1  # one trace, one section with two rows
+
+
+def test_metadata_cells() -> None:
+    from pytest_loopguard.report_doc import meta_text
+
+    assert [meta_text(v) for v in (None, [], ["default", "spacebot"], "pytest", 3)] == [
+        "—", "—", "default, spacebot", "pytest", "3"]
