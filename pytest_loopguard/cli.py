@@ -25,6 +25,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TextIO
 
 from tabulate import tabulate
@@ -32,8 +33,9 @@ from tabulate import tabulate
 from . import __version__, diff_cmd, import_cmd
 from .console import emit, fit_table, progress
 from .engines import ENGINE_ORDER, registry
-from .errors import LoopguardError, LoopguardWarning, TraceError
+from .errors import LoopguardError, LoopguardWarning, NotATraceError, TraceError
 from .expect import Mismatch, check
+from .importers.recognise import skip_note
 from .model import ReplayResult, Trace
 from .policy import ALIASES, Policy, preset_names, resolve_policy
 from .replay import execute
@@ -81,11 +83,20 @@ def _report_warnings(traces: Sequence[Trace]) -> None:
             _err(f"warning: {text}")
 
 
+def _validate(paths: Sequence[str]) -> tuple[list[Trace], list[TraceError]]:
+    """`validate_paths`, each trace's warnings shown once, and a line per non-trace file a folder held."""
+    skipped: list[NotATraceError] = []
+    with _trace_warnings():
+        traces, errors = validate_paths(paths, skipped=skipped)
+    for note in skipped:
+        _err(f"skipped: {skip_note(str(note.file), Path(str(note.file)), note)}")
+    _report_warnings(traces)
+    return traces, errors
+
+
 def _load_corpus(paths: Sequence[str]) -> list[Trace]:
     """Every trace under `paths`; every bad file is reported before giving up with exit 2."""
-    with _trace_warnings():
-        traces, errors = validate_paths(paths)
-    _report_warnings(traces)
+    traces, errors = _validate(paths)
     for error in errors:
         _err(f"error: {error}")
     if errors:
@@ -129,9 +140,7 @@ def _first_intervention(result: ReplayResult) -> str:
 # ---- subcommands -----------------------------------------------------------------------------------
 def _cmd_run(args: argparse.Namespace) -> int:
     policy = _policy_arg(args.policy)
-    with _trace_warnings():
-        traces, errors = validate_paths(args.paths)
-    _report_warnings(traces)
+    traces, errors = _validate(args.paths)
     results: list[tuple[ReplayResult, list[Mismatch]]] = []
     for trace in progress(traces, "replaying"):
         try:
@@ -184,9 +193,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    with _trace_warnings():
-        traces, errors = validate_paths(args.paths)
-    _report_warnings(traces)
+    traces, errors = _validate(args.paths)
     for error in errors:
         _err(f"error: {error}")
     files = len({t.path for t in traces})

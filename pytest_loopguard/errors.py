@@ -2,7 +2,8 @@
 
     LoopguardError
      ├── TraceError (also ValueError)     a trace file or mapping is malformed
-     │    └── ScenarioError               a simulation scenario is malformed
+     │    ├── ScenarioError               a simulation scenario is malformed
+     │    └── NotATraceError              a file with no top-level `loopguard` key: some other JSON/YAML
      ├── PolicyError (also ValueError)    a policy, preset or override is malformed
      ├── RedactionError (also ValueError) a user redaction rule is malformed
      └── SessionError (also RuntimeError) a live session's events came out of order
@@ -16,7 +17,8 @@ import warnings
 from typing import final
 
 __all__ = [
-    "LoopguardError", "LoopguardWarning", "PolicyError", "RedactionError", "ScenarioError", "SessionError",
+    "LoopguardError", "LoopguardWarning", "NotATraceError", "PolicyError", "RedactionError", "ScenarioError",
+    "SessionError",
     "TraceError",
 ]
 
@@ -69,6 +71,22 @@ class TraceError(LoopguardError, ValueError):
 @final
 class ScenarioError(TraceError):
     """A malformed simulation scenario (unknown behaviour, undefined page or file, bad script step)."""
+
+
+@final
+class NotATraceError(TraceError):
+    """A file that does not claim to be a trace: no document has a top-level `loopguard` key.
+
+    Folders of traces skip such files (an OTel export kept beside the traces is not a broken trace); a file
+    named on its own is still an error. `document` is what was parsed (None when the text was not parsed:
+    it never mentions `loopguard`), so a caller can recognise the format without parsing again.
+    """
+
+    def __init__(self, problem: str, *, file: str | None = None, line: int | None = None, document: object = None,
+                 parsed: bool = False) -> None:
+        super().__init__(problem, file=file, line=line, field="loopguard")
+        self.document = document
+        self.parsed = parsed
 
 
 @final

@@ -18,8 +18,9 @@ import yaml
 from . import fixtures, sim_fixtures
 from .coverage import coverage_table, rule_coverage
 from .engines import registry
-from .errors import LoopguardError, LoopguardWarning, PolicyError, TraceError
+from .errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
 from .expect import Mismatch, check
+from .importers.recognise import skip_note
 from .model import ReplayResult, RunExpect, Step, StepExpect, StepResult, Trace
 from .policy import resolve_policy
 from .replay import execute, policy_for
@@ -36,6 +37,9 @@ MARKER: Final = (
 ENTRY_KEY: Final = "loopguard"  # user_properties name of a trace's report entry
 UPDATED_KEY: Final = "loopguard-updated"  # user_properties name of a trace file rewritten by --loopguard-update
 SCENARIO_STEP_EXPECTS: Final = "x-expect-steps"  # a scenario's expectations on its recorded steps
+# A file under loopguard_paths that is not a trace is a skipped collector whose reason starts with this: skip
+# reports reach the xdist controller (passed collect reports do not), so the summary sees them either way.
+NOT_A_TRACE: Final = "loopguard: "
 
 
 # eq=False keeps identity hashing: pluggy hashes plugins (a conftest's hook subsets put them in sets).
@@ -56,6 +60,14 @@ class LoopguardSession:
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
     entries: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     updated: list[str] = dataclasses.field(default_factory=list)
+    not_traces: list[str] = dataclasses.field(default_factory=list)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        longrepr = report.longrepr
+        if report.skipped and isinstance(longrepr, tuple) and len(longrepr) == 3:
+            reason = str(longrepr[2]).removeprefix("Skipped: ")
+            if reason.startswith(NOT_A_TRACE) and reason not in self.not_traces:
+                self.not_traces.append(reason)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
@@ -72,6 +84,8 @@ class LoopguardSession:
             write_report(self.report_path, self.entries, self.meta)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for line in self.not_traces:
+            terminalreporter.write_line(line)
         if not self.entries:
             return
         mismatched = sum(1 for e in self.entries if not e["passed"])
@@ -234,6 +248,10 @@ class TraceFile(pytest.File):
             warnings.simplefilter("ignore", LoopguardWarning)
             try:
                 traces = load_file(self.path)
+            except NotATraceError as exc:
+                # Some other JSON/YAML kept beside the traces (an OTel export): not a test, and not an error.
+                shown = _display_path(self.path, self.config.rootpath)
+                raise pytest.skip.Exception(NOT_A_TRACE + skip_note(shown, self.path, exc)) from None
             except TraceError as exc:
                 raise self.CollectError(str(_relocated(exc, self.path, self.config.rootpath))) from None
         matrix = self.config.stash[session_key].matrix

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import yaml
 
-from .errors import PolicyError, TraceError, warn
+from .errors import NotATraceError, PolicyError, TraceError, warn
 from .model import (
     ACTIONS,
     ORIGINS,
@@ -461,8 +461,27 @@ def _child(node: Any, key: str) -> Any:
 
 
 # ---- loading -----------------------------------------------------------------------------------------
+MISSING_VERSION: Final = "missing 'loopguard' (the trace format version; expected 1)"
+
+
+def _claims_trace(doc: Any) -> bool:
+    return isinstance(doc, Mapping) and "loopguard" in doc
+
+
+def _not_a_trace(path: str | None, document: Any = None, *, parsed: bool = True) -> NotATraceError:
+    problem = MISSING_VERSION if document is None or isinstance(document, Mapping) else (
+        f"expected a mapping with a top-level 'loopguard' key, got {_tname(document)}")
+    return NotATraceError(problem, file=path, line=1, document=document, parsed=parsed)
+
+
 def loads(text: str, *, fmt: str = "yaml", path: str | None = None) -> list[Trace]:
-    """Every trace in `text` (YAML may hold several documents; JSON one; JSONL one)."""
+    """Every trace in `text` (YAML may hold several documents; JSON one; JSONL one).
+
+    Text in which no document has a top-level `loopguard` key raises `NotATraceError`: some other file.
+    Text that never mentions `loopguard` is not parsed at all (a substring scan decides it).
+    """
+    if "loopguard" not in text:
+        raise _not_a_trace(path, parsed=False)
     if fmt == "jsonl":
         return [_loads_jsonl(text, path)]
     if fmt == "json":
@@ -472,6 +491,8 @@ def loads(text: str, *, fmt: str = "yaml", path: str | None = None) -> list[Trac
             raise TraceError(f"JSON syntax error: {exc.msg}", file=path, line=exc.lineno) from None
         except ValueError as exc:
             raise TraceError(str(exc), file=path) from None
+        if not _claims_trace(raw):
+            raise _not_a_trace(path, raw)
         try:
             return [trace_from_mapping(raw, path=path)]
         except TraceError as exc:
@@ -483,6 +504,8 @@ def loads(text: str, *, fmt: str = "yaml", path: str | None = None) -> list[Trac
         problem = getattr(exc, "problem", None) or str(exc)
         raise TraceError(f"YAML syntax error: {problem}", file=path,
                          line=mark.line + 1 if mark is not None else None) from None
+    if not any(_claims_trace(doc) for doc in docs):
+        raise _not_a_trace(path, next((d for d in docs if d is not None), None))
     traces = []
     for i, doc in enumerate(docs):
         if doc is None:
@@ -492,8 +515,6 @@ def loads(text: str, *, fmt: str = "yaml", path: str | None = None) -> list[Trac
         except TraceError as exc:
             line = _yaml_line(text, i, exc.step, exc.field)
             raise exc.located(file=path, line=line) from None
-    if not traces:
-        raise TraceError("the file holds no trace", file=path)
     return traces
 
 
@@ -508,9 +529,19 @@ def _loads_jsonl(text: str, path: str | None) -> Trace:
     numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
     if not numbered:
         raise TraceError("the file holds no trace (expected a header line)", file=path, line=1)
-    parsed: list[tuple[int, Any]] = []
+    # The header decides whether this is a trace at all, before any other line is parsed.
+    first_line, first = numbered[0]
+    try:
+        header_value = json.loads(first, parse_constant=_reject_constant)
+    except (json.JSONDecodeError, ValueError) as exc:
+        if "loopguard" not in first:
+            raise _not_a_trace(path, parsed=False) from None
+        raise TraceError(f"JSON syntax error: {exc}", file=path, line=first_line) from None
+    if not _claims_trace(header_value):
+        raise _not_a_trace(path, header_value)
+    parsed: list[tuple[int, Any]] = [(first_line, header_value)]
     warnings: list[str] = []
-    for pos, (lineno, line) in enumerate(numbered):
+    for pos, (lineno, line) in enumerate(numbered[1:], 1):
         try:
             parsed.append((lineno, json.loads(line, parse_constant=_reject_constant)))
         except (json.JSONDecodeError, ValueError) as exc:
@@ -574,27 +605,41 @@ def iter_trace_files(paths: Iterable[str | Path]) -> Iterator[Path]:
             yield p
 
 
-def validate_paths(paths: Iterable[str | Path]) -> tuple[list[Trace], list[TraceError]]:
-    """Load every trace under `paths`; every bad file is reported (not just the first), and duplicate names."""
+def validate_paths(
+    paths: Iterable[str | Path], *, skipped: list[NotATraceError] | None = None
+) -> tuple[list[Trace], list[TraceError]]:
+    """Load every trace under `paths`; every bad file is reported (not just the first), and duplicate names.
+
+    A file found in a folder that is not a trace at all (no top-level `loopguard` key: an OTel export, a
+    config file) is skipped, and appended to `skipped` when given; a file named in `paths` must be a trace.
+    """
     traces: list[Trace] = []
     errors: list[TraceError] = []
     seen: dict[str, str] = {}
-    for f in iter_trace_files(paths):
-        if not f.exists():
-            errors.append(TraceError("no such file or folder", file=str(f)))
-            continue
-        try:
-            loaded = load_file(f)
-        except TraceError as exc:
-            errors.append(exc)
-            continue
-        for trace in loaded:
-            if trace.name in seen:
-                errors.append(TraceError(f"duplicate trace name {trace.name!r} (also in {seen[trace.name]})",
-                                         file=str(f), field="name"))
+    for raw in paths:
+        in_folder = Path(raw).is_dir()
+        for f in iter_trace_files([raw]):
+            if not f.exists():
+                errors.append(TraceError("no such file or folder", file=str(f)))
                 continue
-            seen[trace.name] = str(f)
-            traces.append(trace)
+            try:
+                loaded = load_file(f)
+            except NotATraceError as exc:
+                if not in_folder:
+                    errors.append(exc)
+                elif skipped is not None:
+                    skipped.append(exc)
+                continue
+            except TraceError as exc:
+                errors.append(exc)
+                continue
+            for trace in loaded:
+                if trace.name in seen:
+                    errors.append(TraceError(f"duplicate trace name {trace.name!r} (also in {seen[trace.name]})",
+                                             file=str(f), field="name"))
+                    continue
+                seen[trace.name] = str(f)
+                traces.append(trace)
     return traces, errors
 
 

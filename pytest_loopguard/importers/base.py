@@ -120,7 +120,9 @@ class Source:
     @cached_property
     def first_row(self) -> Any:
         """The first non-blank line parsed as JSON, or None when it is not valid JSON (never raises)."""
-        first = self.text.lstrip().partition("\n")[0]
+        first, _, rest = self.text.lstrip().partition("\n")
+        if not rest.strip():
+            return self.parsed  # one line is the whole document: parse it once, for both
         try:
             return json.loads(first)
         except json.JSONDecodeError:

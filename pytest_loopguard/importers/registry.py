@@ -23,10 +23,12 @@ def builtin_importers() -> list[Importer]:
     from .mini_swe_agent import MiniSweAgent1, MiniSweAgent11
     from .openhands import OpenHandsV0
     from .openhands_sdk import OpenHandsV1
+    from .sdk_formats import sdk_importers
     from .swe_agent import SweAgent
 
+    # The SDK-log formats come last: a framework's own log (mini-swe-agent, AG2) may hold chat messages too.
     return [SweAgent(), MiniSweAgent1(), MiniSweAgent11(), OpenHandsV0(), OpenHandsV1(), MagenticOne(),
-            AG2GroupChat()]
+            AG2GroupChat(), *sdk_importers()]
 
 
 def available(plugins: Iterable[object] = ()) -> list[Importer]:

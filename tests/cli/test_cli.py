@@ -113,9 +113,13 @@ def test_run_reports_every_bad_file_and_exits_2(tmp_path: Path, capsys: pytest.C
     assert errors == [
         f"error: {step}:5: step 0: field 'argz': unknown key 'argz'; "
         "expected one of agent, args, expect, result, source, t, tool",
-        f"error: {version}:1: field 'loopguard': missing 'loopguard' (the trace format version; expected 1)",
     ]
+    # without a top-level `loopguard` key a file in a folder is no trace at all: skipped, and said so
+    assert f"skipped: {version} is not a trace (no top-level 'loopguard' key): skipped" in err.splitlines()
     assert "passing" in out  # the good trace is still replayed and shown
+    status, _, err = run(capsys, "validate", str(version))  # named on its own, it must be a trace
+    assert status == 2
+    assert f"error: {version}:1: field 'loopguard': missing 'loopguard' (the trace format version; expected 1)" in err
 
 
 def test_run_defaults_to_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -236,10 +240,11 @@ def test_validate_reports_every_bad_file(tmp_path: Path, capsys: pytest.CaptureF
     dup = write(tmp_path, "sub/d_dup.yaml", clicks(1, "passing"))
     status, out, err = run(capsys, "validate", str(tmp_path))
     assert status == 2
-    bad = [line.split(":")[1].strip() for line in err.splitlines()]
-    assert bad == [str(step), str(version), str(dup)]
+    bad = [line.split(":")[1].strip() for line in err.splitlines() if line.startswith("error:")]
+    assert bad == [str(step), str(dup)]
     assert "duplicate trace name 'passing'" in err
-    assert out.strip() == "1 traces in 1 files ok, 3 bad"
+    assert f"skipped: {version} is not a trace (no top-level 'loopguard' key): skipped" in err.splitlines()
+    assert out.strip() == "1 traces in 1 files ok, 2 bad"
 
 
 def test_validate_all_good(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

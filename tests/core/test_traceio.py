@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard.errors import LoopguardWarning, TraceError
+from pytest_loopguard.errors import LoopguardWarning, NotATraceError, TraceError
 from pytest_loopguard.traceio import dump, dumps, load, load_file, loads, trace_to_mapping, validate_paths
 
 
@@ -350,11 +350,42 @@ def test_validate_paths_reports_every_bad_file_and_duplicates(tmp_path: Path) ->
     write(tmp_path, "c_bad.json", '{"name": "three", "steps": []}')
     write(tmp_path, "d_dup.yaml", "loopguard: 1\nname: one\nsteps: []\n")
     (tmp_path / "notes.txt").write_text("not a trace")
-    traces, errors = validate_paths([tmp_path, tmp_path / "missing.yaml"])
+    skipped: list[NotATraceError] = []
+    traces, errors = validate_paths([tmp_path, tmp_path / "missing.yaml"], skipped=skipped)
     assert [t.name for t in traces] == ["one"]
-    assert [Path(e.file or "").name for e in errors] == ["b_bad.yaml", "c_bad.json", "d_dup.yaml", "missing.yaml"]
-    assert "duplicate trace name 'one'" in str(errors[2])
-    assert "no such file" in str(errors[3])
+    assert [Path(e.file or "").name for e in errors] == ["b_bad.yaml", "d_dup.yaml", "missing.yaml"]
+    assert "duplicate trace name 'one'" in str(errors[1])
+    assert "no such file" in str(errors[2])
+    # no top-level `loopguard` key: not a trace, so a folder skips it (and says which)
+    assert [Path(e.file or "").name for e in skipped] == ["c_bad.json"]
+    assert (skipped[0].parsed, skipped[0].document) == (False, None)  # never says loopguard: not even parsed
+    _, named = validate_paths([tmp_path / "c_bad.json"])  # named on its own, it must be a trace
+    assert [type(e) for e in named] == [NotATraceError] and "missing 'loopguard'" in str(named[0])
+
+
+@pytest.mark.parametrize(("name", "text", "parsed"), [
+    ("export.json", '{"resourceSpans": []}', False),  # never says loopguard: decided without parsing
+    ("list.json", '[{"loopguard": 1}]', True),
+    ("mentions.json", '{"about": "loopguard"}', True),
+    ("config.yaml", "loopguard_paths: [traces]\n", True),
+    ("rows.jsonl", '{"kind": "loopguard-log"}\n{"tool": "a"}\n{"broken', True),  # only the header is read
+    ("torn.jsonl", '{"kind": "x", "torn', False),
+    ("empty.yaml", "", False),
+])
+def test_files_without_a_top_level_loopguard_key_are_not_traces(
+    tmp_path: Path, name: str, text: str, parsed: bool
+) -> None:
+    with pytest.raises(NotATraceError) as err:
+        load_file(write(tmp_path, name, text))
+    assert err.value.parsed is parsed and err.value.field == "loopguard"
+
+
+def test_a_file_that_claims_to_be_a_trace_and_is_broken_is_still_an_error(tmp_path: Path) -> None:
+    for name, text in [("torn.json", '{"loopguard": 1, "name": '), ("head.jsonl", '{"loopguard": 1, "na\n{}\n'),
+                       ("second.yaml", "loopguard: 1\nname: a\nsteps: []\n---\nname: b\nsteps: []\n")]:
+        with pytest.raises(TraceError) as err:
+            load_file(write(tmp_path, name, text))
+        assert not isinstance(err.value, NotATraceError), name
 
 
 def test_loading_a_good_file_emits_no_warning(tmp_path: Path) -> None:
