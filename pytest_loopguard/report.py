@@ -5,9 +5,7 @@ pytest-free: the plugin and the `loopguard` command both render through this mod
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Final
 
 from .console import fit_table
@@ -23,7 +21,6 @@ __all__ = [
     "status",
     "summary_table",
     "timeline_table",
-    "write_json_report",
 ]
 
 # The actions a summary row counts, in severity order; `allow` is the uninteresting rest.
@@ -153,11 +150,3 @@ def json_entry(result: ReplayResult, mismatches: Sequence[Mismatch]) -> dict[str
         "counts": result.counts(),
         "passed": not mismatches,
     }
-
-
-def write_json_report(path: str | Path, entries: Iterable[dict[str, Any]]) -> None:
-    """Write the entries as a JSON list, sorted by file and trace so runs (and xdist workers) compare equal."""
-    ordered = sorted(entries, key=lambda e: (str(e.get("file") or ""), str(e.get("trace"))))
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(ordered, indent=2, sort_keys=False) + "\n", encoding="utf-8")
