@@ -58,6 +58,7 @@ class LoopguardSession:
     worker: bool
     coverage: bool = False
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    report_error: str = ""
     entries: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     updated: list[str] = dataclasses.field(default_factory=list)
     not_traces: list[str] = dataclasses.field(default_factory=list)
@@ -78,12 +79,19 @@ class LoopguardSession:
             elif key == UPDATED_KEY:
                 self.updated.append(str(value))
 
-    def pytest_sessionfinish(self) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
         # Under xdist only the controller writes: it has received every worker's entries.
         if self.report_path is not None and not self.worker:
-            write_report(self.report_path, self.entries, self.meta)
+            try:
+                write_report(self.report_path, self.entries, self.meta)
+            except OSError as exc:  # e.g. a folder of that name: one line in the summary, not a traceback
+                self.report_error = f"cannot write {self.report_path}: {exc.strerror}"
+                self.report_path = None
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED  # CI asked for a report and has none
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.report_error:
+            terminalreporter.write_line(f"loopguard: report not written: {self.report_error}", red=True)
         for line in self.not_traces:
             terminalreporter.write_line(line)
         if not self.entries:

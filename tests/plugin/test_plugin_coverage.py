@@ -83,3 +83,12 @@ def test_unknown_report_extension_is_a_usage_error(project: pytest.Pytester) -> 
     result = project.runpytest("--loopguard-report", "r.txt")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--loopguard-report: report 'r.txt': unknown extension '.txt'; expected one of*"])
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_unwritable_report_is_one_line_and_fails_the_run(project: pytest.Pytester, workers: str) -> None:
+    (project.path / "r.html").mkdir()  # a folder where the report file should go
+    result = project.runpytest("-n", workers, "--loopguard-report", "r.html")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["loopguard: report not written: cannot write */r.html: Is a directory"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
