@@ -11,8 +11,9 @@
     loopguard import SRC... -o OUT [--from F]              agent logs -> one trace per run (docs/import.md)
     loopguard bench [--events N] [--policy P...] [--seed S] replay speed per preset
 
-Bad input (a malformed trace, an unknown preset) is reported in a line or two without a traceback and
-exits 2.
+Bad input (a malformed trace, an unknown preset) is reported in one line per bad file without a traceback;
+the other files still run. Exit status: 0 ok, 1 an expectation failed, 2 some input was bad (this wins over
+1: a corpus with a bad file is not a passing corpus), 3 an internal error (a bug in loopguard, never bad input).
 """
 
 from __future__ import annotations
@@ -47,12 +48,9 @@ __all__ = ["main"]
 EXIT_OK = 0
 EXIT_MISMATCH = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
 OFF = "—"  # an engine the preset does not enable
 SETTING_WIDTH = 28  # long lists (marker words, tool names) are cut so presets fit side by side
-
-
-class _BadInput(Exception):
-    """Input errors already reported on stderr: the command exits 2."""
 
 
 # ---- output helpers --------------------------------------------------------------------------------
@@ -94,16 +92,19 @@ def _validate(paths: Sequence[str]) -> tuple[list[Trace], list[TraceError]]:
     return traces, errors
 
 
-def _load_corpus(paths: Sequence[str]) -> list[Trace]:
-    """Every trace under `paths`; every bad file is reported before giving up with exit 2."""
-    traces, errors = _validate(paths)
+def _report_errors(errors: Sequence[LoopguardError]) -> None:
     for error in errors:
         _err(f"error: {error}")
     if errors:
         n = len(errors)
         _err(f"loopguard: {n} bad input{'s' if n != 1 else ''}")
-        raise _BadInput
-    return traces
+
+
+def _as_trace_error(exc: LoopguardError, trace: Trace) -> TraceError:
+    # e.g. a scenario the simulators reject or a policy file that went bad: a bad input like a load error
+    if isinstance(exc, TraceError):
+        return exc.located(file=trace.path)
+    return TraceError(str(exc), file=trace.path)
 
 
 def _load_one(spec: str) -> Trace:
@@ -145,8 +146,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for trace in progress(traces, "replaying"):
         try:
             result = execute(trace, policy)
-        except LoopguardError as exc:  # e.g. a scenario the simulators reject: a bad input like a load error
-            errors.append(exc if isinstance(exc, TraceError) else TraceError(str(exc), file=trace.path))
+        except LoopguardError as exc:
+            errors.append(_as_trace_error(exc, trace))
             continue
         results.append((result, check(result)))
     if args.json:
@@ -166,8 +167,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from .run_report import run_report  # report and coverage rendering stay off the plain run's path
 
         run_report(args, results, policy)
-    for error in errors:
-        _err(f"error: {error}")
+    _report_errors(errors)
     if errors:
         return EXIT_BAD_INPUT
     return EXIT_MISMATCH if any(m for _, m in results) else EXIT_OK
@@ -245,10 +245,13 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     if not names:
         raise TraceError("--policies needs at least one preset or policy file", field="--policies")
     policies = [resolve_policy(n) for n in names]
-    traces = _load_corpus(args.paths)
+    traces, errors = _validate(args.paths)
     table: list[tuple[Trace, list[ReplayResult]]] = []
     for trace in progress(traces, "replaying"):
-        table.append((trace, [execute(trace, p) for p in policies]))
+        try:
+            table.append((trace, [execute(trace, p) for p in policies]))
+        except LoopguardError as exc:
+            errors.append(_as_trace_error(exc, trace))
     if args.json:
         _json([
             {
@@ -271,7 +274,8 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     else:
         rows = [[trace.name, *(_first_intervention(r) for r in results)] for trace, results in table]
         _out(fit_table(rows, ["trace", *names]))
-    return EXIT_OK
+    _report_errors(errors)
+    return EXIT_BAD_INPUT if errors else EXIT_OK
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
@@ -309,6 +313,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     live = " fed live through a recording Session" if args.session else ""
     _out(f"{args.events} events per preset{live}, seed {args.seed}")
     return EXIT_OK
+
+
+def _cmd_diff(args: argparse.Namespace) -> int:
+    status, errors = diff_cmd.run(args, _validate, execute, _out)
+    _report_errors(errors)
+    return EXIT_BAD_INPUT if errors else status  # a bad input wins over "moved", as in `run`
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
@@ -370,7 +380,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", help="a preset name or policy file (default: the scenario's own)")
     p.add_argument("--json", action="store_true")
 
-    p = add("diff", lambda a: diff_cmd.run(a, _load_corpus, execute, _out),
+    p = add("diff", _cmd_diff,
             "replay traces under two policies and show interventions that moved (exit 1 when any did)")
     diff_cmd.add_arguments(p)
 
@@ -391,7 +401,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the `loopguard` command; returns the exit status (0 ok, 1 mismatch, 2 bad input)."""
+    """Run the `loopguard` command; returns the exit status (0 ok, 1 mismatch, 2 bad input, 3 internal error)."""
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -399,8 +409,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     try:
         status: int = args.func(args)
-    except _BadInput:
-        return EXIT_BAD_INPUT
     except LoopguardError as exc:
         _err(f"loopguard: error: {exc}")
         return EXIT_BAD_INPUT
@@ -409,6 +417,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # e.g. -o into a folder that does not exist
         _err(f"loopguard: error: {exc.filename or ''}: {exc.strerror}")
         return EXIT_BAD_INPUT
+    except Exception as exc:  # a bug, not bad input: never exit 1, which means "an expectation failed"
+        _err(f"loopguard: internal error (please report it): {type(exc).__name__}: {str(exc)[:200]}")
+        return EXIT_INTERNAL
     return status
 
 

@@ -17,7 +17,7 @@ import yaml
 
 from .console import fit_table, progress
 from .diff import Change, TraceDiff, diff_results
-from .errors import LoopguardError, PolicyError
+from .errors import LoopguardError, PolicyError, TraceError
 from .model import ReplayResult, Trace
 from .policy import Policy, resolve_policy
 from .report_md import md_table
@@ -109,23 +109,25 @@ def render_markdown(diffs: Sequence[TraceDiff], before: str, after: str, *, show
 
 def run(
     args: argparse.Namespace,
-    load: Callable[[Sequence[str]], list[Trace]],
+    load: Callable[[Sequence[str]], tuple[list[Trace], list[TraceError]]],
     execute: Callable[[Trace, Policy], ReplayResult],
     out: Callable[[str], None],
-) -> int:
-    """The command: 0 nothing moved, 1 something moved; bad input raises (the caller exits 2).
+) -> tuple[int, list[TraceError]]:
+    """The command: status 0 nothing moved, 1 something moved, with the bad inputs met on the way.
 
     The caller passes how to load a corpus and run one trace (replay, or simulate a scenario), so this
-    module follows the command's own choice of both.
+    module follows the command's own choice of both; like `run`, a bad file is reported and the others
+    are still compared (a bad `--before`/`--after` raises: nothing can be compared).
     """
     before, after = diff_policy(args.before), diff_policy(args.after)
-    traces = load(args.paths)
+    traces, errors = load(args.paths)
     diffs: list[TraceDiff] = []
     for trace in progress(traces, "diffing"):
         try:
             diffs.append(diff_results(execute(trace, before), execute(trace, after)))
         except LoopguardError as exc:
-            raise LoopguardError(f"{trace.path}: trace {trace.name}: {exc}") from None
+            errors.append(exc.located(file=trace.path) if isinstance(exc, TraceError) else
+                          TraceError(str(exc), file=trace.path))
     if args.json:
         document: dict[str, Any] = {
             "before": before.name,
@@ -139,4 +141,4 @@ def run(
         out(render_markdown(diffs, before.name, after.name, show_all=args.all))
     else:
         out(render_text(diffs, before.name, after.name, show_all=args.all))
-    return 1 if any(d.moved for d in diffs) else 0
+    return (1 if any(d.moved for d in diffs) else 0), errors

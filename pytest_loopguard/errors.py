@@ -13,14 +13,18 @@ Every error carries the place it concerns so that a user can fix the input witho
 
 from __future__ import annotations
 
+import reprlib
 import warnings
-from typing import final
+from typing import Any, final
 
 __all__ = [
     "LoopguardError", "LoopguardWarning", "NotATraceError", "PolicyError", "RedactionError", "ScenarioError",
-    "SessionError",
-    "TraceError",
+    "SessionError", "TraceError", "brief",
 ]
+
+_BRIEF = reprlib.Repr()  # keyword arguments need Python 3.12
+_BRIEF.maxlevel, _BRIEF.maxdict, _BRIEF.maxlist, _BRIEF.maxtuple = 3, 6, 6, 6
+_BRIEF.maxstring, _BRIEF.maxother, _BRIEF.maxlong = 80, 80, 40
 
 
 class LoopguardError(Exception):
@@ -125,3 +129,10 @@ class LoopguardWarning(UserWarning):
 
 def warn(message: str) -> None:
     warnings.warn(message, LoopguardWarning, stacklevel=3)
+
+
+def brief(value: Any) -> str:
+    """A bad value as an error message shows it: short, whatever its size or nesting (a repr could hang)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of {value.bit_length()} bits"  # repr() of an int over 4300 digits raises
+    return _BRIEF.repr(value)

@@ -100,7 +100,9 @@ class Loopguard:
                 spec = self._option_policy
             else:
                 spec = trace.policy
-        base_dir = Path(trace.path).parent if trace.path else None
+        # only the trace's own policy file is found beside the trace; an option's or marker's is taken as given
+        own = spec is trace.policy and trace.path is not None
+        base_dir = Path(trace.path).parent if own and trace.path else None
         return self._overridden(resolve_policy(spec, base_dir=base_dir), extra)
 
     @staticmethod

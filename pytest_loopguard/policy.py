@@ -21,22 +21,18 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final, Literal, final, get_args, get_origin, get_type_hints
 
-import yaml
-
 from .engines import ENGINE_ORDER, registry
 from .engines.base import SettingError
-from .errors import PolicyError
+from .errors import PolicyError, TraceError, brief
+from .limits import MAX_EXTENDS, MAX_SETTING, MAX_SETTING_ITEMS
+from .safeload import parse_yaml, read_text
 from .tools import Classifier, ToolRule, parse_rules
 
-__all__ = ["ALIASES", "Policy", "coerce_settings", "preset_names", "resolve_policy"]
+__all__ = ["ALIASES", "Policy", "coerce_settings", "corpus_root", "preset_names", "resolve_policy"]
 
 ALIASES: Final[Mapping[str, str]] = types.MappingProxyType({"spacebot": "spacebot-worker"})
 _POLICY_KEYS: Final = frozenset({"preset", "extends", "name", "description", "tools", "source"})
-
-try:  # the C loader is much faster on large files
-    _Loader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on how PyYAML was built
-    _Loader = yaml.SafeLoader
+_ROOT_MARKERS: Final = ("pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg", ".git")
 
 
 @final
@@ -85,22 +81,40 @@ def preset_names() -> list[str]:
     return sorted(names | set(ALIASES))
 
 
+def _preset(name: Any) -> Policy:
+    """A bundled preset (or alias) by name; a name is never a path."""
+    if not isinstance(name, str) or ALIASES.get(name, name) not in _bundled():
+        raise PolicyError(f"unknown preset {brief(name)}; known presets: {', '.join(preset_names())}",
+                          field="preset")
+    return _build_preset(name, ())
+
+
+def _bundled() -> frozenset[str]:
+    return frozenset(p.stem for p in _presets_dir().glob("*.yaml"))
+
+
 @functools.cache
-def _preset(name: str) -> Policy:
+def _build_preset(name: str, chain: tuple[str, ...]) -> Policy:
     canonical = ALIASES.get(name, name)
     path = _presets_dir() / f"{canonical}.yaml"
-    if not path.is_file():
-        raise PolicyError(f"unknown preset {name!r}; known presets: {', '.join(preset_names())}", field="preset")
-    with path.open(encoding="utf-8") as fh:
-        raw = yaml.load(fh, Loader=_Loader) or {}
-    if not isinstance(raw, Mapping):
-        raise PolicyError("a preset file must hold a mapping", source=str(path))
-    base_name = raw.get("extends")
-    base = _preset(base_name) if base_name else Policy(name=canonical, engines={})
-    engines_raw = raw.get("engines") or {}
+    if canonical in chain:
+        raise PolicyError(f"presets extend each other in a cycle: {' -> '.join((*chain, canonical))}",
+                          field="extends", source=str(path))
+    if len(chain) >= MAX_EXTENDS:
+        raise PolicyError(f"an extends chain longer than {MAX_EXTENDS} presets: {' -> '.join((*chain, canonical))}",
+                          field="extends", source=str(path))
+    raw = _read_mapping(path, "a preset file")
     unknown = set(raw) - {"extends", "description", "engines", "tools", "source"}
     if unknown:
-        raise PolicyError(f"unknown key(s) {sorted(unknown)}", source=str(path))
+        raise PolicyError(f"unknown key(s) {brief(sorted(map(str, unknown)))}", source=str(path))
+    base_name = raw.get("extends")
+    if base_name is not None and (not isinstance(base_name, str) or ALIASES.get(base_name, base_name)
+                                  not in _bundled()):
+        raise PolicyError(f"unknown preset {brief(base_name)}", field="extends", source=str(path))
+    base = _build_preset(base_name, (*chain, canonical)) if base_name else Policy(name=canonical, engines={})
+    engines_raw = raw.get("engines") or {}
+    if not isinstance(engines_raw, Mapping):
+        raise PolicyError("expected a mapping {engine: settings}", field="engines", source=str(path))
     # A preset lists every engine it enables; engines of the base it does not list stay as the base has them.
     policy = _apply(base, engines_raw, name=canonical, source=str(path))
     tools = parse_rules(raw.get("tools"), source=str(path))
@@ -108,31 +122,82 @@ def _preset(name: str) -> Policy:
         name=canonical,
         engines=policy.engines,
         tools=tools + (base.tools if base_name else ()),
-        description=str(raw.get("description", base.description)).strip(),
-        source=str(raw.get("source", base.source)).strip(),
+        description=_text(raw.get("description", base.description), "description", str(path)).strip(),
+        source=_text(raw.get("source", base.source), "source", str(path)).strip(),
     )
 
 
-def resolve_policy(spec: Any = None, *, base_dir: Path | None = None) -> Policy:
-    """A Policy from None (the `default` preset), a preset name, a YAML path, a mapping or a Policy."""
+def _text(value: Any, field: str, source: str | None) -> str:
+    if not isinstance(value, str):
+        raise PolicyError(f"expected a string, got {brief(value)}", field=field, source=source)
+    return value
+
+
+def _read_mapping(path: Path, what: str) -> Mapping[str, Any]:
+    """A YAML file holding one mapping, read within the limits of `safeload`."""
+    try:
+        docs = parse_yaml(read_text(path), str(path))
+    except TraceError as exc:
+        where = f":{exc.line}" if exc.line is not None else ""
+        raise PolicyError(exc.problem, source=f"{path}{where}") from None
+    raw = docs[0] if len(docs) == 1 else None
+    if not isinstance(raw, Mapping):
+        raise PolicyError(f"{what} must hold a mapping", source=str(path))
+    return raw
+
+
+def corpus_root(start: Path) -> Path:
+    """The folder a trace corpus lives in: the nearest one at or above `start` holding a project marker
+    (pyproject.toml, pytest.ini, tox.ini, setup.cfg, .git), else `start` itself."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if any((folder / marker).exists() for marker in _ROOT_MARKERS):
+            return folder
+    return start
+
+
+def _policy_file(spec: str, base_dir: Path | None, root: Path | None) -> Path:
+    """Where a policy file named in a trace lives: beside the trace, else under the corpus root; never
+    taken from the working folder, and never outside the corpus root. Without a trace (a command-line
+    option, a library call) the path is taken as given."""
+    path = Path(spec)
+    if base_dir is None:
+        try:
+            present = path.exists()
+        except OSError:  # a name too long for the file system
+            present = False
+        if not present:
+            raise PolicyError(f"policy file {brief(spec)} not found")
+        return path
+    top = (root or corpus_root(base_dir)).resolve()
+    candidates = [path] if path.is_absolute() else [base_dir / path, top / path]
+    for candidate in candidates:
+        try:
+            found = candidate.resolve()
+            exists = found.exists()
+        except (OSError, RuntimeError, ValueError):  # a name too long, a symlink loop
+            continue
+        if not found.is_relative_to(top):
+            raise PolicyError(f"policy file {brief(spec)} is outside the corpus root {top}")
+        if exists:
+            return found
+    raise PolicyError(f"policy file {brief(spec)} not found beside the trace ({base_dir}) or under {top}")
+
+
+def resolve_policy(spec: Any = None, *, base_dir: Path | None = None, root: Path | None = None) -> Policy:
+    """A Policy from None (the `default` preset), a preset name, a YAML path, a mapping or a Policy.
+
+    A policy file named by a trace is looked up beside the trace (`base_dir`), then under the corpus root
+    (`root`, default: `corpus_root(base_dir)`) and must lie inside that root.
+    """
     if spec is None:
         return _preset("default")
     if isinstance(spec, Policy):
         return spec
     if isinstance(spec, str):
         if spec.endswith((".yaml", ".yml")):
-            path = Path(spec)
-            if base_dir is not None and not path.is_absolute() and not path.exists():
-                path = base_dir / path
-            if not path.is_file():
-                raise PolicyError(f"policy file {spec!r} not found")
-            with path.open(encoding="utf-8") as fh:
-                try:
-                    raw = yaml.load(fh, Loader=_Loader)
-                except yaml.YAMLError as exc:
-                    raise PolicyError(f"YAML error: {exc}", source=str(path)) from None
-            if not isinstance(raw, Mapping):
-                raise PolicyError("a policy file must hold a mapping", source=str(path))
+            path = _policy_file(spec, base_dir, root)
+            raw = _read_mapping(path, "a policy file")
             return _from_mapping(raw, source=str(path), default_name=path.stem)
         policy = _preset(spec)
         return policy if spec == policy.name else dataclasses.replace(policy, name=spec)
@@ -144,9 +209,16 @@ def resolve_policy(spec: Any = None, *, base_dir: Path | None = None) -> Policy:
 def _from_mapping(raw: Mapping[str, Any], *, source: str | None, default_name: str | None) -> Policy:
     preset = raw.get("preset", raw.get("extends", "default"))
     if not isinstance(preset, str):
-        raise PolicyError("expected a preset name", field="preset", source=source)
-    base = _preset(preset)
+        raise PolicyError(f"expected a preset name, got {brief(preset)}", field="preset", source=source)
+    try:
+        base = _preset(preset)
+    except PolicyError as exc:
+        raise PolicyError(exc.problem, field=exc.field, source=exc.source or source) from None
     overrides = {k: v for k, v in raw.items() if k not in _POLICY_KEYS}
+    if raw.get("name") is not None:
+        _text(raw["name"], "name", source)
+    if "description" in raw:
+        _text(raw["description"], "description", source)
     name = raw.get("name") or (default_name if default_name else None)
     if name is None:
         name = preset if not overrides and "tools" not in raw else f"{preset}+overrides"
@@ -165,7 +237,7 @@ def _apply(base: Policy, overrides: Mapping[str, Any], *, name: str, source: str
     for engine, value in overrides.items():
         if engine not in known:
             raise PolicyError(
-                f"unknown engine {engine!r}; known engines: {', '.join(sorted(known))}",
+                f"unknown engine {brief(engine)}; known engines: {', '.join(sorted(known))}",
                 field=str(engine),
                 source=source,
             )
@@ -195,7 +267,8 @@ def coerce_settings(
         where = f"{field}.{key}" if field else str(key)
         if key not in fields:
             raise PolicyError(
-                f"unknown setting {key!r}; expected one of: {', '.join(sorted(fields))}", field=where, source=source
+                f"unknown setting {brief(key)}; expected one of: {', '.join(sorted(fields))}",
+                field=where, source=source,
             )
         changes[key] = _coerce(value, hints[key], where, source)
     instance = base if base is not None else cls()
@@ -219,7 +292,10 @@ def _type_name(tp: Any) -> str:
 
 def _coerce(value: Any, tp: Any, where: str, source: str | None) -> Any:
     origin = get_origin(tp)
-    bad = PolicyError(f"expected {_type_name(tp)}, got {value!r}", field=where, source=source)
+
+    def bad() -> PolicyError:  # made only when raised: a short form of the value, never a full repr
+        return PolicyError(f"expected {_type_name(tp)}, got {brief(value)}", field=where, source=source)
+
     if tp is Any:
         return value
     if origin in (types.UnionType, typing.Union):
@@ -228,43 +304,53 @@ def _coerce(value: Any, tp: Any, where: str, source: str | None) -> Any:
                 return _coerce(value, arg, where, source)
             except PolicyError:
                 continue
-        raise bad
+        raise bad()
     if origin is Literal:
         if value in get_args(tp):
             return value
-        raise bad
+        raise bad()
     if tp is type(None):
         if value is None:
             return None
-        raise bad
+        raise bad()
     if tp is bool:
         if isinstance(value, bool):
             return value
-        raise bad
+        raise bad()
     if tp is int:
         if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise bad
+            return _in_range(value, where, source)
+        raise bad()
     if tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        raise bad
+            return float(_in_range(value, where, source))
+        raise bad()
     if tp is str:
         if isinstance(value, str):
             return value
-        raise bad
+        raise bad()
     if origin is tuple:
         if not isinstance(value, (list, tuple)):
-            raise bad
+            raise bad()
+        if len(value) > MAX_SETTING_ITEMS:
+            raise PolicyError(f"a list of {len(value)} items; at most {MAX_SETTING_ITEMS}", field=where, source=source)
         args = get_args(tp)
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_coerce(v, args[0], f"{where}[{i}]", source) for i, v in enumerate(value))
         if len(args) != len(value):
-            raise bad
+            raise bad()
         return tuple(_coerce(v, a, f"{where}[{i}]", source) for i, (v, a) in enumerate(zip(value, args, strict=True)))
     if origin in (dict, Mapping) or origin is getattr(typing, "Mapping", None):
         if not isinstance(value, Mapping):
-            raise bad
+            raise bad()
         kt, vt = get_args(tp)
         return {_coerce(k, kt, where, source): _coerce(v, vt, f"{where}.{k}", source) for k, v in value.items()}
     raise PolicyError(f"cannot check a setting of type {_type_name(tp)}", field=where, source=source)
+
+
+def _in_range(value: Any, where: str, source: str | None) -> Any:
+    # every count, threshold, window, delay and ratio: no value may overflow an engine's arithmetic
+    if not 0 <= value <= MAX_SETTING:  # NaN fails this comparison too
+        raise PolicyError(f"expected a number from 0 to {MAX_SETTING}, got {brief(value)}", field=where, source=source)
+    return value
+

@@ -24,7 +24,9 @@ _CHANGED = ToolResult(changed=True)
 def policy_for(trace: Trace, policy: Any = None) -> tuple[Policy, str]:
     """The policy a trace replays under (the argument, else the trace's own), and its name as given."""
     spec = policy if policy is not None else trace.policy
-    base_dir = Path(trace.path).parent if trace.path else None
+    # a policy file the trace names is found beside it (then under its corpus root); one the caller passes
+    # (a command-line option, an argument) is taken as given
+    base_dir = Path(trace.path).parent if trace.path and policy is None else None
     resolved = resolve_policy(spec, base_dir=base_dir)
     return resolved, spec if isinstance(spec, str) else resolved.name
 

@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, final
 
-from .errors import PolicyError
+from .errors import PolicyError, brief
+from .limits import MAX_SETTING_ITEMS
 from .model import ToolCall
 
 __all__ = ["KINDS", "LOCATORS", "Classifier", "Kind", "ToolRule", "parse_rules"]
@@ -65,6 +66,8 @@ def parse_rules(raw: Any, *, source: str | None = None) -> tuple[ToolRule, ...]:
     if not isinstance(raw, list):
         raise PolicyError("expected a list of rules {tool, kind?, when?, target?, shell?, verb?}", field="tools",
                           source=source)
+    if len(raw) > MAX_SETTING_ITEMS:
+        raise PolicyError(f"{len(raw)} rules; at most {MAX_SETTING_ITEMS}", field="tools", source=source)
     rules = []
     for i, item in enumerate(raw):
         where = f"tools[{i}]"
@@ -74,7 +77,8 @@ def parse_rules(raw: Any, *, source: str | None = None) -> tuple[ToolRule, ...]:
         unknown = set(item) - set(_RULE_KEYS)
         if unknown:
             raise PolicyError(
-                f"unknown key(s) {sorted(unknown)}; expected {', '.join(_RULE_KEYS)}", field=where, source=source
+                f"unknown key(s) {brief(sorted(map(str, unknown)))}; expected {', '.join(_RULE_KEYS)}",
+                field=where, source=source,
             )
         tool, kind, when = item.get("tool"), item.get("kind"), item.get("when")
         if not isinstance(tool, str) or not tool:
@@ -94,7 +98,7 @@ def parse_rules(raw: Any, *, source: str | None = None) -> tuple[ToolRule, ...]:
                               field=f"{where}.kind", source=source)
         if kind is not None and kind not in KINDS:
             raise PolicyError(
-                f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}", field=f"{where}.kind", source=source
+                f"unknown kind {brief(kind)}; expected one of {', '.join(KINDS)}", field=f"{where}.kind", source=source
             )
         if when is not None and not isinstance(when, Mapping):
             raise PolicyError("expected a mapping of argument values", field=f"{where}.when", source=source)

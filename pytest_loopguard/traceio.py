@@ -16,7 +16,8 @@ from typing import Any, Final
 
 import yaml
 
-from .errors import NotATraceError, PolicyError, TraceError, warn
+from .errors import NotATraceError, PolicyError, TraceError, brief, warn
+from .limits import MAX_INT, MAX_SETTING, MAX_STEPS
 from .model import (
     ACTIONS,
     ORIGINS,
@@ -35,6 +36,7 @@ from .model import (
     ToolResult,
     Trace,
 )
+from .safeload import parse_json, parse_yaml, read_text
 
 __all__ = [
     "BUDGET_KEYS",
@@ -105,31 +107,28 @@ def _str(value: Any, field: str, step: int | None = None, *, empty: bool = True)
     return value
 
 
-def _int(value: Any, field: str, step: int | None = None, *, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise _fail(f"expected an integer ≥ {minimum}, got {value!r}", field, step)
-    if value < minimum:
-        raise _fail(f"expected an integer ≥ {minimum}, got {value!r}", field, step)
+def _int(value: Any, field: str, step: int | None = None, *, minimum: int = 0, maximum: int = MAX_INT) -> int:
+    # the range is checked before int(): int(1e300) is a 997-bit number the engines cannot use
+    ok = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, bool) or not ok or not minimum <= value <= maximum:
+        raise _fail(f"expected an integer ≥ {minimum} and ≤ {maximum}, got {brief(value)}", field, step)
     return int(value)
 
 
 def _opt_int(raw: Mapping[str, Any], key: str, field: str, step: int | None) -> int | None:
-    return _int(raw[key], field, step) if raw.get(key) is not None else None
+    return _int(raw[key], field, step, maximum=MAX_SETTING) if raw.get(key) is not None else None
 
 
 def _bool(value: Any, field: str, step: int | None = None) -> bool:
     if not isinstance(value, bool):
-        raise _fail(f"expected true or false, got {value!r}", field, step)
+        raise _fail(f"expected true or false, got {brief(value)}", field, step)
     return value
 
 
 def _choice(value: Any, choices: Iterable[str], field: str, step: int | None = None, what: str = "value") -> str:
     options = tuple(choices)
-    if value not in options:
-        raise _fail(f"unknown {what} {value!r}; expected one of {', '.join(options)}", field, step)
+    if not isinstance(value, str) or value not in options:
+        raise _fail(f"unknown {what} {brief(value)}; expected one of {', '.join(options)}", field, step)
     return str(value)
 
 
@@ -137,10 +136,10 @@ def _keys(raw: Mapping[str, Any], allowed: Iterable[str], field: str | None, ste
     allowed_set = set(allowed)
     for key in raw:
         if not isinstance(key, str):
-            raise _fail(f"keys must be strings, got {key!r}", field, step)
+            raise _fail(f"keys must be strings, got {brief(key)}", field, step)
         if key not in allowed_set and not key.startswith("x-"):
             where = f"{field}.{key}" if field else key
-            raise _fail(f"unknown key {key!r}; expected one of {', '.join(sorted(allowed_set))}", where, step)
+            raise _fail(f"unknown key {brief(key)}; expected one of {', '.join(sorted(allowed_set))}", where, step)
 
 
 def _ext(raw: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -182,8 +181,8 @@ def _result(raw: Any, step: int) -> ToolResult:
     if ok and error is not None:
         raise _fail("a result with an error cannot be ok: true", "result.ok", step)
     text = _str(r["text"], "result.text", step) if r.get("text") is not None else None
-    tokens = _int(r["tokens"], "result.tokens", step) if r.get("tokens") is not None else None
-    size = _int(r["bytes"], "result.bytes", step) if r.get("bytes") is not None else None
+    tokens = _int(r["tokens"], "result.tokens", step, maximum=MAX_SETTING) if r.get("tokens") is not None else None
+    size = _int(r["bytes"], "result.bytes", step, maximum=MAX_SETTING) if r.get("bytes") is not None else None
     changed = _bool(r["changed"], "result.changed", step) if "changed" in r else False
     return ToolResult(ok=ok, text=text, error=error, tokens=tokens, bytes=size, changed=changed, exit_code=exit_code)
 
@@ -200,7 +199,7 @@ def parse_step_expect(raw: Any, step: int | None = None) -> StepExpect:
     engine = _str(e["engine"], "expect.engine", step, empty=False) if e.get("engine") is not None else None
     reason = _str(e["reason"], "expect.reason", step, empty=False) if e.get("reason") is not None else None
     if reason is not None and "." not in reason:
-        raise _fail(f"a reason is a dotted code like 'loop_guard.consecutive_block', got {reason!r}",
+        raise _fail(f"a reason is a dotted code like 'loop_guard.consecutive_block', got {brief(reason)}",
                     "expect.reason", step)
     message = _str(e["message"], "expect.message", step) if e.get("message") is not None else None
     data = dict(_mapping(e["data"], "expect.data", step)) if e.get("data") is not None else None
@@ -320,12 +319,13 @@ def _task(raw: Any) -> Task:
                     budget[key] = None
                     continue
                 if not isinstance(value, list) or not all(isinstance(d, str) and d for d in value):
-                    raise _fail(f"expected a list of domain names, got {value!r}", where)
+                    raise _fail(f"expected a list of domain names, got {brief(value)}", where)
                 budget[key] = tuple(value)
             elif value is None:
                 budget[key] = None
             else:
-                budget[key] = _int(value, where, minimum=1 if key == "checkpoint_every_calls" else 0)
+                low = 1 if key == "checkpoint_every_calls" else 0
+                budget[key] = _int(value, where, minimum=low, maximum=MAX_SETTING)
     return Task(objective, phase, budget)
 
 
@@ -352,7 +352,7 @@ def trace_from_mapping(raw: Any, *, path: str | None = None, warnings: tuple[str
     if "loopguard" not in d:
         raise _fail("missing 'loopguard' (the trace format version; expected 1)", "loopguard")
     if d["loopguard"] != 1:
-        raise _fail(f"unsupported format version {d['loopguard']!r}; expected 1", "loopguard")
+        raise _fail(f"unsupported format version {brief(d['loopguard'])}; expected 1", "loopguard")
     if "name" not in d:
         raise _fail("missing 'name' (a name unique within the corpus)", "name")
     name = _str(d["name"], "name", empty=False)
@@ -364,6 +364,8 @@ def trace_from_mapping(raw: Any, *, path: str | None = None, warnings: tuple[str
         steps_raw = []
     if not isinstance(steps_raw, list):
         raise _fail(f"expected a list of steps, got {_tname(steps_raw)}", "steps")
+    if len(steps_raw) > MAX_STEPS:  # replay keeps every step's result: memory grows with the step count
+        raise _fail(f"{len(steps_raw)} steps; at most {MAX_STEPS} in one trace", "steps")
     steps = tuple(_step(s, i) for i, s in enumerate(steps_raw))
     tags = d.get("tags") or []
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
@@ -384,7 +386,7 @@ def trace_from_mapping(raw: Any, *, path: str | None = None, warnings: tuple[str
         context = _mapping(d["context"], "context")
         _keys(context, CONTEXT_KEYS, "context")
         if "window_tokens" in context:
-            _int(context["window_tokens"], "context.window_tokens", minimum=1)
+            _int(context["window_tokens"], "context.window_tokens", minimum=1, maximum=MAX_SETTING)
     env = _mapping(d["env"], "env") if d.get("env") is not None else {}
     agent = _mapping(d["agent"], "agent") if d.get("agent") is not None else {}
     return Trace(
@@ -403,11 +405,15 @@ def trace_from_mapping(raw: Any, *, path: str | None = None, warnings: tuple[str
         env=dict(env),
         agent=dict(agent),
         seed=_int(d["seed"], "seed") if d.get("seed") is not None else None,
-        max_turns=_int(d["max_turns"], "max_turns", minimum=1) if d.get("max_turns") is not None else None,
+        max_turns=_opt_turns(d),
         path=path,
         extensions=_ext(d),
         warnings=warnings,
     )
+
+
+def _opt_turns(d: Mapping[str, Any]) -> int | None:
+    return _int(d["max_turns"], "max_turns", minimum=1, maximum=MAX_SETTING) if d.get("max_turns") is not None else None
 
 
 def _check_policy(policy: Any, path: str | None) -> None:
@@ -485,25 +491,14 @@ def loads(text: str, *, fmt: str = "yaml", path: str | None = None) -> list[Trac
     if fmt == "jsonl":
         return [_loads_jsonl(text, path)]
     if fmt == "json":
-        try:
-            raw = json.loads(text, parse_constant=_reject_constant)
-        except json.JSONDecodeError as exc:
-            raise TraceError(f"JSON syntax error: {exc.msg}", file=path, line=exc.lineno) from None
-        except ValueError as exc:
-            raise TraceError(str(exc), file=path) from None
+        raw = parse_json(text, path)
         if not _claims_trace(raw):
             raise _not_a_trace(path, raw)
         try:
             return [trace_from_mapping(raw, path=path)]
         except TraceError as exc:
             raise exc.located(file=path) from None
-    try:
-        docs = [d for d in yaml.load_all(text, Loader=_Loader)]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise TraceError(f"YAML syntax error: {problem}", file=path,
-                         line=mark.line + 1 if mark is not None else None) from None
+    docs = parse_yaml(text, path)
     if not any(_claims_trace(doc) for doc in docs):
         raise _not_a_trace(path, next((d for d in docs if d is not None), None))
     traces = []
@@ -518,10 +513,6 @@ def loads(text: str, *, fmt: str = "yaml", path: str | None = None) -> list[Trac
     return traces
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed in a trace")
-
-
 def _loads_jsonl(text: str, path: str | None) -> Trace:
     # only "\n" ends a JSONL record: str.splitlines() would also split on U+0085, U+2028 and the like,
     # which JSON strings may hold raw (dumps writes them unescaped)
@@ -532,25 +523,26 @@ def _loads_jsonl(text: str, path: str | None) -> Trace:
     # The header decides whether this is a trace at all, before any other line is parsed.
     first_line, first = numbered[0]
     try:
-        header_value = json.loads(first, parse_constant=_reject_constant)
-    except (json.JSONDecodeError, ValueError) as exc:
+        header_value = parse_json(first, path, first_line)
+    except TraceError:
         if "loopguard" not in first:
             raise _not_a_trace(path, parsed=False) from None
-        raise TraceError(f"JSON syntax error: {exc}", file=path, line=first_line) from None
+        raise
     if not _claims_trace(header_value):
         raise _not_a_trace(path, header_value)
     parsed: list[tuple[int, Any]] = [(first_line, header_value)]
     warnings: list[str] = []
     for pos, (lineno, line) in enumerate(numbered[1:], 1):
         try:
-            parsed.append((lineno, json.loads(line, parse_constant=_reject_constant)))
-        except (json.JSONDecodeError, ValueError) as exc:
-            if pos == len(numbered) - 1 and pos > 0:
-                message = f"{path or '<trace>'}:{lineno}: torn last line ignored ({exc})"
+            parsed.append((lineno, parse_json(line, path, lineno)))
+        except TraceError as exc:
+            if pos == len(numbered) - 1 and pos > 0 and exc.problem.startswith("JSON syntax error"):
+                problem = exc.problem.removeprefix("JSON syntax error: ")
+                message = f"{path or '<trace>'}:{lineno}: torn last line ignored ({problem})"
                 warnings.append(message)
                 warn(message)
                 break
-            raise TraceError(f"JSON syntax error: {exc}", file=path, line=lineno) from None
+            raise
     header_line, header = parsed[0]
     if not isinstance(header, Mapping):
         raise TraceError("the first line must be the header mapping", file=path, line=header_line)
@@ -578,13 +570,7 @@ def load_file(path: str | Path) -> list[Trace]:
     """Every trace in one file."""
     p = Path(path)
     fmt = _fmt(p)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TraceError(f"cannot read: {exc.strerror}", file=str(path)) from None
-    except UnicodeDecodeError:
-        raise TraceError("not UTF-8 text", file=str(path)) from None
-    return loads(text, fmt=fmt, path=str(path))
+    return loads(read_text(p), fmt=fmt, path=str(path))
 
 
 def load(path: str | Path) -> Trace:
@@ -600,7 +586,8 @@ def iter_trace_files(paths: Iterable[str | Path]) -> Iterator[Path]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            yield from sorted(f for f in p.rglob("*") if f.suffix.lower() in SUFFIXES and f.is_file())
+            # not only regular files: a FIFO or a link to a device named like a trace is reported, not skipped
+            yield from sorted(f for f in p.rglob("*") if f.suffix.lower() in SUFFIXES and not f.is_dir())
         else:
             yield p
 

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, final
 
-from pytest_loopguard.errors import ScenarioError
+from pytest_loopguard.errors import ScenarioError, brief
+from pytest_loopguard.limits import MAX_GENERATED_CHARS, MAX_SCENARIO_COUNT
 from pytest_loopguard.model import ToolCall, ToolResult
 
 from .protocols import is_count
@@ -80,9 +81,13 @@ def parse_pages(raw: Any, field: str = "env.browser.pages") -> dict[str, Page]:
             raise ScenarioError("expected a mapping {title, elements, ready_after, snapshot_chars}", field=where)
         unknown = set(spec) - set(_PAGE_KEYS)
         if unknown:
-            raise ScenarioError(f"unknown key(s) {sorted(unknown)}; expected {', '.join(_PAGE_KEYS)}", field=where)
+            raise ScenarioError(f"unknown key(s) {brief(sorted(map(str, unknown)))}; expected {', '.join(_PAGE_KEYS)}",
+                                field=where)
         elements = []
-        for i, e in enumerate(spec.get("elements") or []):
+        raw_elements = spec.get("elements") or []
+        if not isinstance(raw_elements, list) or len(raw_elements) > MAX_SCENARIO_COUNT:
+            raise ScenarioError(f"expected a list of at most {MAX_SCENARIO_COUNT} elements", field=f"{where}.elements")
+        for i, e in enumerate(raw_elements):
             ewhere = f"{where}.elements[{i}]"
             if not isinstance(e, Mapping) or set(e) - set(_ELEMENT_KEYS):
                 raise ScenarioError(f"expected a mapping with {', '.join(_ELEMENT_KEYS)}", field=ewhere)
@@ -93,10 +98,11 @@ def parse_pages(raw: Any, field: str = "env.browser.pages") -> dict[str, Page]:
             elements.append(Element(index, str(e.get("role", "link" if href else "button")),
                                     str(e.get("name", f"Element {index}")), None if href is None else str(href)))
         counts = []
-        for key, default in (("ready_after", 0), ("snapshot_chars", 3000)):
+        limits = (("ready_after", 0, MAX_SCENARIO_COUNT), ("snapshot_chars", 3000, MAX_GENERATED_CHARS))
+        for key, default, top in limits:
             n = spec.get(key, default)
-            if not is_count(n):
-                raise ScenarioError("expected an integer ≥ 0", field=f"{where}.{key}")
+            if not is_count(n, 0, top):
+                raise ScenarioError(f"expected an integer ≥ 0 and ≤ {top}", field=f"{where}.{key}")
             counts.append(n)
         progress = spec.get("progress", True)
         if not isinstance(progress, bool):
@@ -105,7 +111,7 @@ def parse_pages(raw: Any, field: str = "env.browser.pages") -> dict[str, Page]:
     for url, page in pages.items():
         for i, e in enumerate(page.elements):
             if e.href is not None and e.href not in pages:
-                raise ScenarioError(f"links to {e.href!r}, which is not a defined page",
+                raise ScenarioError(f"links to {brief(e.href)}, which is not a defined page",
                                     field=f"{field}.{url}.elements[{i}].href")
     return pages
 
@@ -120,7 +126,7 @@ class FakeBrowser:
             dict(pages) if all(isinstance(p, Page) for p in pages.values()) else parse_pages(pages, "pages")
         )
         if start is not None and start not in self.pages:
-            raise ScenarioError(f"start page {start!r} is not a defined page", field="start")
+            raise ScenarioError(f"start page {brief(start)} is not a defined page", field="start")
         self.seed = seed
         self.tabs: list[_Tab] = [_Tab()]
         self.active = 0

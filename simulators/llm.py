@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Protocol, final
 
 from pytest_loopguard.conversation import Entry, PromptView, chars_over_four
-from pytest_loopguard.errors import ScenarioError
+from pytest_loopguard.errors import ScenarioError, brief
+from pytest_loopguard.limits import MAX_SCENARIO_COUNT, MAX_TURNS
 from pytest_loopguard.model import ToolCall
 
 from .protocols import ModelReply, ProviderError, is_count
@@ -116,14 +117,17 @@ def parse_script(raw: Any, field: str = "agent.script") -> tuple[ScriptTurn, ...
             raise ScenarioError("expected a mapping (a turn)", field=where)
         unknown = set(item) - set(_TURN_KEYS)
         if unknown:
-            raise ScenarioError(f"unknown key(s) {sorted(unknown)}; expected {', '.join(_TURN_KEYS)}", field=where)
+            raise ScenarioError(f"unknown key(s) {brief(sorted(map(str, unknown)))}; expected {', '.join(_TURN_KEYS)}",
+                                field=where)
         kinds = [k for k in ("tool", "calls", "answer", "error") if k in item]
         if len(kinds) != 1:
             raise ScenarioError("a script turn needs exactly one of tool, calls, answer, error "
                                 f"(found {', '.join(kinds) or 'none'})", field=where)
         repeat = item.get("repeat", 1)
-        if not is_count(repeat, 1):
-            raise ScenarioError(f"expected a count ≥ 1, got {repeat!r}", field=f"{where}.repeat")
+        if not is_count(repeat, 1, MAX_TURNS - len(turns)):
+            # a script longer than the longest run never plays to its end: refuse it before building it
+            raise ScenarioError(f"expected a count ≥ 1 that keeps the script within {MAX_TURNS} turns, "
+                                f"got {brief(repeat)}", field=f"{where}.repeat")
         text = item.get("text")
         if text is not None and not isinstance(text, str):
             raise ScenarioError("expected a string", field=f"{where}.text")
@@ -154,7 +158,7 @@ def _error_turn(raw: Any, field: str) -> ScriptTurn:
     kind = str(raw) if isinstance(raw, (str, int)) and not isinstance(raw, bool) else None
     if kind is None or (kind != "overflow" and kind not in PROVIDER_ERRORS):
         known = ", ".join(["overflow", *PROVIDER_ERRORS])
-        raise ScenarioError(f"unknown provider error {raw!r}; expected one of {known} or {{message: TEXT}}",
+        raise ScenarioError(f"unknown provider error {brief(raw)}; expected one of {known} or {{message: TEXT}}",
                             field=field)
     return ScriptTurn(error=kind)
 
@@ -182,7 +186,7 @@ def parse_faults(raw: Any, field: str = "agent.errors") -> tuple[Fault, ...]:
             raise ScenarioError("at and times are counts ≥ 1", field=where)
         kind = str(item.get("kind", "500"))
         if kind != "overflow" and kind not in PROVIDER_ERRORS:
-            raise ScenarioError(f"unknown provider error {kind!r}", field=f"{where}.kind")
+            raise ScenarioError(f"unknown provider error {brief(kind)}", field=f"{where}.kind")
         faults.append(Fault(at, kind, times))
     return tuple(faults)
 
@@ -321,7 +325,8 @@ class Retrier(_Params):
         cls.check(params, field)
         attempts = params.get("attempts")
         if attempts is not None and not is_count(attempts, 1):
-            raise ScenarioError("expected a count ≥ 1 (or leave it out: forever)", field=f"{field}.attempts")
+            raise ScenarioError(f"expected a count ≥ 1 and ≤ {MAX_SCENARIO_COUNT} (or leave it out: forever)",
+                                field=f"{field}.attempts")
         return cls(_call(params.get("call"), f"{field}.call"), attempts,
                    str(params.get("answer", "I could not do it.")))
 
@@ -349,7 +354,8 @@ class PingPong(_Params):
         cls.check(params, field)
         turns = params.get("turns")
         if turns is not None and not is_count(turns, 1):
-            raise ScenarioError("expected a count ≥ 1 (or leave it out: forever)", field=f"{field}.turns")
+            raise ScenarioError(f"expected a count ≥ 1 and ≤ {MAX_SCENARIO_COUNT} (or leave it out: forever)",
+                                field=f"{field}.turns")
         return cls(_call(params.get("a"), f"{field}.a"), _call(params.get("b"), f"{field}.b"),
                    turns, str(params.get("answer", "Done.")))
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol, final
 
 from pytest_loopguard.conversation import PromptView
+from pytest_loopguard.limits import MAX_SCENARIO_COUNT
 from pytest_loopguard.model import ToolCall, ToolResult
 
 __all__ = ["Model", "ModelReply", "ProviderError", "ToolExecutor"]
@@ -47,6 +48,6 @@ class ToolExecutor(Protocol):
     def execute(self, call: ToolCall) -> ToolResult: ...
 
 
-def is_count(value: object, minimum: int = 0) -> bool:
-    """Whether a scenario value is a whole number ≥ `minimum` (YAML booleans are not numbers)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+def is_count(value: object, minimum: int = 0, maximum: int = MAX_SCENARIO_COUNT) -> bool:
+    """Whether a scenario value is a whole number from `minimum` to `maximum` (YAML booleans are not numbers)."""
+    return isinstance(value, int) and not isinstance(value, bool) and minimum <= value <= maximum

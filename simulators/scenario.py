@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pytest_loopguard.errors import ScenarioError, TraceError
+from pytest_loopguard.errors import ScenarioError, TraceError, brief
+from pytest_loopguard.limits import MAX_GENERATED_CHARS, MAX_SCENARIO_COUNT, MAX_SETTING, MAX_TURNS
 from pytest_loopguard.model import StepExpect, ToolCall, Trace
 from pytest_loopguard.replay import policy_for
 from pytest_loopguard.runtime import Clock
@@ -61,14 +62,14 @@ def build(trace: Trace, policy: Any = None) -> AgentLoop:
     prompt = agent.get("prompt", DEFAULT_PROMPT)
     if not isinstance(prompt, str):
         raise ScenarioError("expected the user's prompt as a string", field="agent.prompt")
-    llm_latency = _count(agent.get("llm_latency_ms", 1000), "agent.llm_latency_ms", 0)
-    tool_latency = _count(agent.get("tool_latency_ms", 200), "agent.tool_latency_ms", 0)
+    llm_latency = _count(agent.get("llm_latency_ms", 1000), "agent.llm_latency_ms", 0, MAX_SETTING)
+    tool_latency = _count(agent.get("tool_latency_ms", 200), "agent.tool_latency_ms", 0, MAX_SETTING)
     return AgentLoop(
         model,
         Toolbox(browser=browser, files=fake_files),
         resolved,
         clock=clock,
-        max_turns=trace.max_turns or DEFAULT_MAX_TURNS,
+        max_turns=_count(trace.max_turns or DEFAULT_MAX_TURNS, "max_turns", 1, MAX_TURNS),
         prompt=prompt,
         task=trace.task,
         context=trace.context,
@@ -98,7 +99,8 @@ def _step_expects(raw: Any) -> dict[int, StepExpect]:
     out: dict[int, StepExpect] = {}
     for index, value in raw.items():
         if not is_count(index):
-            raise ScenarioError(f"expected a step index ≥ 0, got {index!r}", field=field)
+            raise ScenarioError(f"expected a step index from 0 to {MAX_SCENARIO_COUNT}, got {brief(index)}",
+                                field=field)
         try:
             expect = parse_step_expect(value)
         except TraceError as exc:
@@ -107,10 +109,10 @@ def _step_expects(raw: Any) -> dict[int, StepExpect]:
     return out
 
 
-def _count(value: Any, field: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ScenarioError(f"expected an integer ≥ {minimum}, got {value!r}", field=field)
-    return value
+def _count(value: Any, field: str, minimum: int = 1, maximum: int = MAX_SCENARIO_COUNT) -> int:
+    if not is_count(value, minimum, maximum):
+        raise ScenarioError(f"expected an integer ≥ {minimum} and ≤ {maximum}, got {brief(value)}", field=field)
+    return int(value)
 
 
 def _env(env: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, Page], str | None]:
@@ -134,8 +136,8 @@ def _env(env: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, Page], str |
                             field="env.browser")
     pages = parse_pages(browser.get("pages") or {})
     start = browser.get("start")
-    if start is not None and start not in pages:
-        raise ScenarioError(f"start page {start!r} is not a defined page", field="env.browser.start")
+    if start is not None and (not isinstance(start, str) or start not in pages):
+        raise ScenarioError(f"start page {brief(start)} is not a defined page", field="env.browser.start")
     return files, pages, start
 
 
@@ -147,6 +149,9 @@ def _file_text(path: str, spec: Any, field: str) -> str:
         raise ScenarioError("expected the file's text or {lines: N, width: W}", field=field)
     lines = _count(spec["lines"], f"{field}.lines")
     width = _count(spec.get("width", 40), f"{field}.width")
+    if lines * width > MAX_GENERATED_CHARS:
+        raise ScenarioError(f"{lines} lines of {width} characters is over {MAX_GENERATED_CHARS} characters",
+                            field=field)
     return "\n".join(f"# {path} line {n}: ".ljust(width, "x")[:width] for n in range(1, lines + 1)) + "\n"
 
 
@@ -159,7 +164,7 @@ def _model(agent: Mapping[str, Any], trace: Trace, pages: Mapping[str, Page], fi
         window = _count(window, "agent.window_tokens")
     provider = agent.get("provider", "openai")
     if provider not in PROVIDERS:
-        raise ScenarioError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}",
+        raise ScenarioError(f"unknown provider {brief(provider)}; expected one of {', '.join(PROVIDERS)}",
                             field="agent.provider")
     faults = parse_faults(agent["errors"]) if agent.get("errors") is not None else ()
     if "script" in agent:
@@ -176,17 +181,17 @@ def _model(agent: Mapping[str, Any], trace: Trace, pages: Mapping[str, Page], fi
     name = agent["behaviour"]
     cls = BEHAVIOURS.get(name) if isinstance(name, str) else None
     if cls is None:
-        raise ScenarioError(f"unknown behaviour {name!r}; expected one of {', '.join(BEHAVIOURS)}",
+        raise ScenarioError(f"unknown behaviour {brief(name)}; expected one of {', '.join(BEHAVIOURS)}",
                             field="agent.behaviour")
     params = {k: v for k, v in agent.items() if k not in AGENT_KEYS}
     behaviour = cls.from_params(params, "agent")
     if isinstance(behaviour, ForgetfulReader):
         for i, path in enumerate(behaviour.files):
             if path not in files:
-                raise ScenarioError(f"file {path!r} is not defined in env.files", field=f"agent.files[{i}]")
+                raise ScenarioError(f"file {brief(path)} is not defined in env.files", field=f"agent.files[{i}]")
     elif isinstance(behaviour, Poller):
         if behaviour.url is not None and behaviour.url not in pages:
-            raise ScenarioError(f"page {behaviour.url!r} is not defined in env.browser.pages", field="agent.url")
+            raise ScenarioError(f"page {brief(behaviour.url)} is not defined in env.browser.pages", field="agent.url")
     elif isinstance(behaviour, Retrier):
         _check_refs(behaviour.call, "agent.call", pages, files)
     elif isinstance(behaviour, PingPong):
@@ -199,9 +204,9 @@ def _check_refs(call: ToolCall, field: str, pages: Mapping[str, Page], files: Ma
     """A call the scenario writes may only name pages and files the environment defines."""
     if call.tool in ("browser_navigate", "browser_tab_new"):
         url = call.args.get("url")
-        if url is not None and url not in pages:
-            raise ScenarioError(f"page {url!r} is not defined in env.browser.pages", field=field)
+        if url is not None and (not isinstance(url, str) or url not in pages):
+            raise ScenarioError(f"page {brief(url)} is not defined in env.browser.pages", field=field)
     elif call.tool in ("read_file", "patch"):
         path = call.args.get("path")
-        if path not in files:
-            raise ScenarioError(f"file {path!r} is not defined in env.files", field=field)
+        if not isinstance(path, str) or path not in files:
+            raise ScenarioError(f"file {brief(path)} is not defined in env.files", field=field)

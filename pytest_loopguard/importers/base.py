@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import TraceError
+from ..safeload import check_json_depth, read_bytes
 
 __all__ = ["ImportedRun", "Importer", "Row", "Source", "trace_name"]
 
@@ -45,7 +46,8 @@ class Source:
     @classmethod
     def from_path(cls, path: str | Path) -> Source:
         p = Path(path)
-        return cls(str(path), p.read_bytes, path=p)
+        # a regular file of bounded size only: a FIFO would block, a link to /dev/zero never end
+        return cls(str(path), lambda: read_bytes(p), path=p)
 
     @classmethod
     def from_bytes(cls, name: str, data: bytes) -> Source:
@@ -87,6 +89,7 @@ class Source:
     @cached_property
     def document(self) -> Any:
         """The file parsed as one JSON value; a `TraceError` naming the line if it is not valid JSON."""
+        check_json_depth(self.text, self.name)  # json.loads recurses in C: refuse deep input before it
         try:
             return json.loads(self.text)
         except json.JSONDecodeError as exc:
@@ -110,6 +113,7 @@ class Source:
         for n, line in enumerate(self.text.splitlines(), 1):
             if not line.strip():
                 continue
+            check_json_depth(line, self.name, n)
             try:
                 out.append(Row(n, json.loads(line)))
             except json.JSONDecodeError as exc:
@@ -124,8 +128,9 @@ class Source:
         if not rest.strip():
             return self.parsed  # one line is the whole document: parse it once, for both
         try:
+            check_json_depth(first)
             return json.loads(first)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, TraceError):
             return None
 
     @cached_property

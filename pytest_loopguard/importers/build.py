@@ -11,6 +11,8 @@ import json
 from collections import Counter
 from typing import Any
 
+from ..errors import TraceError
+from ..safeload import check_json_depth
 from .base import ImportedRun, trace_name
 
 __all__ = ["TraceBuilder", "obj", "parse_arguments", "result", "seq", "text_of"]
@@ -68,9 +70,12 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         return raw, {}
     if isinstance(raw, str):
         try:
+            check_json_depth(raw)  # json.loads recurses in C: deep text is refused before it
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
             return {}, {"x-arguments": raw, "x-arguments-error": f"invalid JSON: {exc.msg} at char {exc.pos}"}
+        except TraceError as exc:
+            return {}, {"x-arguments": raw, "x-arguments-error": exc.problem}
         if isinstance(value, dict):
             return value, {}
         return {}, {"x-arguments": raw, "x-arguments-error": f"expected a JSON object, got {type(value).__name__}"}

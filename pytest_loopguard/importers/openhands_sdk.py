@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import TraceError
+from ..safeload import check_json_depth, read_text
 from .base import ImportedRun, Importer, Source
 from .build import TraceBuilder, obj, parse_arguments, result
 
@@ -41,8 +42,10 @@ def _events(folder: Path, name: str) -> list[tuple[int, dict[str, Any]]]:
         if not m:
             continue
         try:
-            event = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            text = read_text(path)  # a regular, bounded, UTF-8 file (TraceError otherwise)
+            check_json_depth(text, f"{name}/{path.name}")  # json.loads recurses in C
+            event = json.loads(text)
+        except json.JSONDecodeError as exc:
             raise TraceError(f"invalid JSON ({exc}); expected one OpenHands event object",
                              file=f"{name}/{path.name}") from None
         if not isinstance(event, dict) or "kind" not in event:

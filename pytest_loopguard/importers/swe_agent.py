@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from ..errors import TraceError
+from ..safeload import check_json_depth
 from .base import ImportedRun, Importer, Source
 from .build import TraceBuilder, obj, parse_arguments, result, seq, text_of
 
@@ -57,8 +58,10 @@ def _structured_calls(history: list[Any]) -> list[dict[str, Any]]:
 def _model(doc: dict[str, Any]) -> str | None:
     raw = doc.get("replay_config")
     try:
+        if isinstance(raw, str):
+            check_json_depth(raw)  # json.loads recurses in C: deep text is refused before it
         config = json.loads(raw) if isinstance(raw, str) else raw
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, TraceError):
         return None
     model = config.get("agent", {}).get("model", {}) if isinstance(config, dict) else {}
     name = model.get("name") if isinstance(model, dict) else None

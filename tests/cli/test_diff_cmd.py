@@ -105,7 +105,10 @@ def test_bad_policy_is_one_line(corpus: Path, capsys: pytest.CaptureFixture[str]
     assert err.startswith(message) and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
-def test_bad_trace_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "bad.yaml").write_text("loopguard: 1\nname: x\nsteps: [{tool: a, arg: 1}]\n", encoding="utf-8")
-    assert cli.main(["diff", str(tmp_path), "--before", "default", "--after", "qa-agent"]) == 2
-    assert "field 'arg': unknown key 'arg'" in capsys.readouterr().err
+def test_bad_trace_exits_2_and_the_others_are_compared(corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (corpus / "bad.yaml").write_text("loopguard: 1\nname: x\nsteps: [{tool: a, arg: 1}]\n", encoding="utf-8")
+    # "six" moves (exit 1 alone), but a bad input wins, as in `loopguard run`
+    assert cli.main(["diff", str(corpus), "--before", "default", "--after", "qa-agent"]) == 2
+    captured = capsys.readouterr()
+    assert "field 'arg': unknown key 'arg'" in captured.err and "Traceback" not in captured.err
+    assert captured.out.rstrip().endswith("loopguard diff: 2 traces, 1 moved (default → qa-agent)")

@@ -227,7 +227,7 @@ def test_policy_file_errors_name_the_file(tmp_path: Path) -> None:
         resolve_policy(str(tmp_path / "absent.yaml"))
     with pytest.raises(PolicyError, match="must hold a mapping"):
         resolve_policy(str(write(tmp_path / "list.yaml", "- a\n")))
-    with pytest.raises(PolicyError, match="YAML error"):
+    with pytest.raises(PolicyError, match="YAML syntax error"):
         resolve_policy(str(write(tmp_path / "syntax.yaml", "preset: [default\n")))
 
 
