@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any, Final, TextIO, TypeVar
 
 from tabulate import tabulate
@@ -77,12 +77,23 @@ def fit_widths(natural: Sequence[int], width: int, keep: Sequence[int] = ()) -> 
     return [None if limit == n else limit for limit, n in zip(limits, natural, strict=True)]
 
 
-def fit_table(rows: Sequence[Sequence[Any]], headers: Sequence[str], stream: TextIO | None = None) -> str:
-    """A `simple` tabulate table; on a terminal, long cells wrap so the table fits its width."""
+def fit_table(
+    rows: Sequence[Sequence[Any]], headers: Sequence[str], stream: TextIO | None = None, *,
+    droppable: Collection[str] = (),
+) -> str:
+    """A `simple` tabulate table; on a terminal, long cells wrap so the table fits its width.
+
+    Columns named in `droppable` whose cells are all 0 (or empty) are left out first when the table is too
+    wide: a count no row has says nothing, and the room goes to the names.
+    """
     width = terminal_width(stream)
     text = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
     if width is None or not rows or max(len(line) for line in text.splitlines()) <= width:
         return text
+    empty = {i for i, h in enumerate(headers) if h in droppable and all(str(r[i]) in ("0", "") for r in rows)}
+    if empty:
+        headers = [h for i, h in enumerate(headers) if i not in empty]
+        rows = [[c for i, c in enumerate(r) if i not in empty] for r in rows]
     columns = max(len(headers), *(len(row) for row in rows))
     cells = [[*headers, *[""] * (columns - len(headers))]]
     cells += [[*(str(c) for c in row), *[""] * (columns - len(row))] for row in rows]
@@ -116,7 +127,7 @@ def emit(text: str = "", stream: TextIO | None = None) -> None:
 
     styled = Text(text)
     for word, style in _STYLES.items():
-        styled.highlight_regex(rf"(?<![\w.]){word}(?![\w.])", style)
+        styled.highlight_regex(rf"(?<![\w.-]){word}(?![\w.-])", style)  # not inside names like then-block
     # soft_wrap: the table is already fitted; rich must not re-wrap or pad it
     Console(file=out, soft_wrap=True, highlight=False).print(styled)
 

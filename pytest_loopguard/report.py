@@ -135,7 +135,7 @@ def summary_table(results: list[tuple[ReplayResult, list[Mismatch]]]) -> str:
             ]
         )
     headers = ["trace", "file", "policy", "outcome", *SUMMARY_ACTIONS, "status"]
-    return fit_table(rows, headers)
+    return fit_table(rows, headers, droppable=SUMMARY_ACTIONS)
 
 
 def json_entry(result: ReplayResult, mismatches: Sequence[Mismatch]) -> dict[str, Any]:

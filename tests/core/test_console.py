@@ -131,3 +131,21 @@ def test_command_output_fits_and_is_coloured(tty_env: pytest.MonkeyPatch, capsys
     assert ESC in terminal.getvalue()
     assert max(len(line) for line in text.splitlines()) <= 72
     assert any("loop_guard.consecutive_block" in row[4] for row in cells(text.split("\ntrace ")[0]))
+
+
+def test_zero_count_columns_go_first_when_too_wide(tty_env: pytest.MonkeyPatch) -> None:
+    rows = [["a-long-trace-name-" * 3, "2", "0", "0", "ok"], ["short", "1", "0", "3", "ok"]]
+    headers = ["trace", "warn", "block", "stop", "status"]
+    tty_env.setenv("COLUMNS", "60")
+    text = fit_table(rows, headers, Terminal(), droppable=("warn", "block", "stop"))
+    assert text.splitlines()[0].split() == ["trace", "warn", "stop", "status"]  # block is 0 everywhere
+    assert max(len(line) for line in text.splitlines()) <= 60
+    tty_env.setenv("COLUMNS", "200")  # it fits: nothing is left out
+    assert fit_table(rows, headers, Terminal(), droppable=("block",)).splitlines()[0].split() == headers
+
+
+def test_action_words_inside_names_stay_plain(tty_env: pytest.MonkeyPatch) -> None:
+    out = Terminal()
+    emit("default-warn-runs-then-block  warn", out)
+    coloured = re.findall(r"\x1b\[[0-9;]*m([^\x1b]+)\x1b", out.getvalue())
+    assert coloured == ["warn"]
