@@ -10,6 +10,7 @@
     loopguard schema [-o OUT]                              the trace format's JSON Schema
     loopguard import SRC... -o OUT [--from F]              agent logs -> one trace per run (docs/import.md)
     loopguard bench [--events N] [--policy P...] [--seed S] replay speed per preset
+    loopguard eval PATHS [--labels F] [--policy P...]      score policies on labelled real runs (eval_cmd)
 
 Bad input (a malformed trace, an unknown preset) is reported in one line per bad file without a traceback;
 the other files still run. Exit status: 0 ok, 1 an expectation failed, 2 some input was bad (this wins over
@@ -397,6 +398,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--session", action="store_true", help="time a live Session (recording, redacting) instead")
     p.add_argument("--import", dest="import_paths", nargs="*", metavar="PATH",
                    help="time the importers on these folders or tarballs instead (default: the shared corpus)")
+
+    from .eval_cmd import add_parser as add_eval  # the command's body lives in its own module
+
+    add_eval(add)
     return parser
 
 

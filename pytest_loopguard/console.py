@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence, Sized
 from typing import Any, Final, TextIO, TypeVar
 
 from tabulate import tabulate
@@ -133,11 +133,16 @@ def emit(text: str = "", stream: TextIO | None = None) -> None:
 
 
 def progress(
-    items: Sequence[T], label: str, stream: TextIO | None = None, *, min_items: int = PROGRESS_AFTER
+    items: Iterable[T], label: str, stream: TextIO | None = None, *, min_items: int = PROGRESS_AFTER
 ) -> Iterator[T]:
-    """Iterate `items`, drawing a progress bar on stderr when a person watches a long run (rich, a terminal)."""
+    """Iterate `items`, drawing a progress bar on stderr when a person watches a long run (rich, a terminal).
+
+    A sequence gets a bar only from `min_items` items; an iterator (read lazily, its length unknown) always
+    gets one, without a total.
+    """
     out = stream if stream is not None else sys.stderr
-    if len(items) < min_items or not out.isatty() or _rich() is None or os.environ.get("TERM") == "dumb":
+    few = isinstance(items, Sized) and len(items) < min_items
+    if few or not out.isatty() or _rich() is None or os.environ.get("TERM") == "dumb":
         yield from items
         return
     from rich.console import Console

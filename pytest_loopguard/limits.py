@@ -16,6 +16,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_GENERATED_CHARS",
     "MAX_INT",
+    "MAX_LOG_BYTES",
     "MAX_NODES",
     "MAX_SCENARIO_COUNT",
     "MAX_SETTING",
@@ -27,6 +28,10 @@ __all__ = [
 
 MAX_FILE_BYTES: Final = 32 * 1024 * 1024
 """A trace, scenario or policy file is at most 32 MiB (the largest calibration run is under 1 MiB)."""
+
+MAX_LOG_BYTES: Final = 1024 * 1024 * 1024
+"""An agent log that `loopguard import` reads is at most 1 GiB: an OpenHands `output.jsonl` of a whole
+benchmark holds hundreds of runs in one file, far above a trace's 32 MiB."""
 
 MAX_DEPTH: Final = 64
 """Mappings and lists nest at most 64 deep (a trace needs about 6; tool arguments may add a few)."""

@@ -50,9 +50,11 @@ def read_text(path: str | Path) -> str:
                          file=str(path), line=line) from None
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """The bytes of a regular file of at most MAX_FILE_BYTES (a FIFO, device or folder is refused)."""
+def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes (default MAX_FILE_BYTES; a FIFO, device or folder
+    is refused)."""
     name = str(path)
+    limit = MAX_FILE_BYTES if limit is None else limit
     try:
         # O_NONBLOCK: opening a FIFO for reading must not wait for a writer; it is refused just below
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
@@ -62,8 +64,8 @@ def read_bytes(path: str | Path) -> bytes:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise TraceError("not a regular file (a FIFO, device or folder); only regular files are read", file=name)
-        if info.st_size > MAX_FILE_BYTES:
-            raise TraceError(f"file too large: {info.st_size} bytes; at most {MAX_FILE_BYTES}", file=name)
+        if info.st_size > limit:
+            raise TraceError(f"file too large: {info.st_size} bytes; at most {limit}", file=name)
         chunks: list[bytes] = []
         size = 0
         while True:  # a file growing while it is read stops at the cap too
@@ -71,8 +73,8 @@ def read_bytes(path: str | Path) -> bytes:
             if not chunk:
                 break
             size += len(chunk)
-            if size > MAX_FILE_BYTES:
-                raise TraceError(f"file too large: over {MAX_FILE_BYTES} bytes", file=name)
+            if size > limit:
+                raise TraceError(f"file too large: over {limit} bytes", file=name)
             chunks.append(chunk)
     except OSError as exc:
         raise TraceError(f"cannot read: {exc.strerror or exc}", file=name) from None

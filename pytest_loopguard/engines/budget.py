@@ -54,6 +54,9 @@ class Settings(EngineSettings):
     near_ratio: float = 0.8
     recent_events: int = 10
     url_arg: str = "url"
+    # generic shell/terminal tools: every step of a bash-only agent is the same tool, so a streak of
+    # them carries no signal (it fired on 173 of 175 resolved calibration runs); they reset the streak
+    same_tool_exempt: tuple[str, ...] = ()
 
 
 # What the agent should do next, per budget (seed 002; the domain rule's entry is our choice).
@@ -141,6 +144,7 @@ class Budget(Engine):
         self._near_calls = _near_at(settings.max_tool_calls, ratio)
         self._near_wall = _near_at(settings.max_wall_ms, ratio)
         self._near_same_tool = _near_at(settings.max_consecutive_same_tool, ratio)
+        self._same_tool_exempt = frozenset(settings.same_tool_exempt)
         self._near_observations = _near_at(settings.max_observation_streak, ratio)
         self._near_failures = _near_at(settings.max_failure_streak, ratio)
         self._near_url = _near_at(settings.max_same_url_navigations, ratio)
@@ -256,7 +260,9 @@ class Budget(Engine):
         else:
             self._action_calls += 1
             self._observation_streak = 0
-            if call.tool == self._same_tool:
+            if call.tool in self._same_tool_exempt:
+                self._same_tool, self._same_tool_count = None, 0
+            elif call.tool == self._same_tool:
                 self._same_tool_count += 1
             else:
                 self._same_tool, self._same_tool_count = call.tool, 1

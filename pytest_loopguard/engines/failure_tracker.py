@@ -65,6 +65,11 @@ class Settings(EngineSettings):
     exact_failure_block_at: int | None = None  # opt-in: 5
     same_tool_failure_stop_at: int | None = None  # opt-in: 8
     no_progress_block_at: int | None = None  # opt-in: 5
+    rejected_warn_at: int | None = None  # default: warn at this many rejected turns in a row (never a stop)
+    # default: the same (tool, verb, target) failing, other calls between (reset when it succeeds) / in a row
+    failing_key_warn_at: int | None = None
+    failing_key_streak_warn_at: int | None = None
+    failures_warn_at: int | None = None  # default: a warning (again every as many) before the forced done
 
 
 NAME: Final = "failure_tracker"
@@ -151,6 +156,13 @@ class FailureTracker(Engine):
         self.exact_failures: dict[str, int] = {}
         self.tool_failures: dict[str, int] = {}
         self.no_progress: dict[str, tuple[str, int]] = {}  # signature -> (last result text, chain)
+        # rejected turns in a row (any accepted call ends the streak)
+        self.rejected_streak = 0
+        # failing keys: failures of each (tool, verb, target) since it last succeeded; the key failing now
+        self._failing_keys = settings.failing_key_warn_at is not None or settings.failing_key_streak_warn_at is not None
+        self.key_failures: dict[tuple[str, str, str], int] = {}
+        self._streak_key: tuple[str, str, str] | None = None
+        self.key_streak = 0
 
     # ---- turns -------------------------------------------------------------------------------------
     @hookimpl
@@ -175,7 +187,11 @@ class FailureTracker(Engine):
                        {"outcome": "exhausted", "max_steps": n})
 
     @hookimpl
-    def loopguard_rejected(self, rejected: Rejected) -> Verdict | None:
+    def loopguard_rejected(self, rejected: Rejected) -> list[Verdict] | None:
+        verdicts = [v for v in (self._rejected_as_failed(), self._rejected_streak(rejected)) if v is not None]
+        return verdicts or None
+
+    def _rejected_as_failed(self) -> Verdict | None:
         # browser-use counts a step whose model output could not be used as a failed step
         if self.settings.rejected_turns != "failed":
             return None
@@ -220,6 +236,7 @@ class FailureTracker(Engine):
         s = self.settings
         failed = not blocked and result is not None and not result.ok
         verdicts: list[Verdict] = []
+        self.rejected_streak = 0
         if s.max_failures is not None:
             turn_verdict = self._count_turn(blocked, failed)
             if turn_verdict is not None:
@@ -232,15 +249,73 @@ class FailureTracker(Engine):
             guard_verdict = self._guardrail_outcome(call, result, failed)
             if guard_verdict is not None:
                 verdicts.append(guard_verdict)
+        if self._failing_keys and not blocked:
+            key_verdict = self._count_key(call, result, failed)
+            if key_verdict is not None:
+                verdicts.append(key_verdict)
         return verdicts or None
 
     @hookimpl
     def loopguard_message(self, message: Message) -> None:
+        if self._failing_keys and message.from_user:
+            self.key_failures.clear()
+            self._streak_key, self.key_streak = None, 0
         # Hermes counts per user prompt: a new user message starts the guardrails afresh
         if self.settings.guardrails and message.from_user:
             self.exact_failures.clear()
             self.tool_failures.clear()
             self.no_progress.clear()
+
+    # ---- rejected turns ----------------------------------------------------------------------------
+    def _rejected_streak(self, rejected: Rejected) -> Verdict | None:
+        n = self.settings.rejected_warn_at
+        if n is None:
+            return None
+        self.rejected_streak += 1
+        count = self.rejected_streak
+        # a warning at n rejections in a row and again every n more: never a stop, since resolved runs
+        # hold streaks of 46 (corpus/real) and the harness's own reply already repeats what it wants
+        if count < n or (count - n) % n:
+            return None
+        return Verdict(
+            NAME, "warn", "failure_tracker.rejected_streak",
+            f"Your last {count} replies were rejected without running anything. The harness said: "
+            f"\"{rejected.reason}\" Reply in exactly the form it asks for (for example one action, in the "
+            "expected format) instead of another reply like the last ones.",
+            {"count": count, "warn_at": n, "reason": rejected.reason},
+        )
+
+    # ---- failing keys ------------------------------------------------------------------------------
+    def _count_key(self, call: ToolCall, result: ToolResult | None, failed: bool) -> Verdict | None:
+        target = self.run.target(call)
+        key = (call.tool, target.verb, target.targets[0] if target.targets else "")
+        if not failed:
+            self.key_failures.pop(key, None)
+            self._streak_key, self.key_streak = None, 0
+            return None
+        n = self.key_failures[key] = self.key_failures.get(key, 0) + 1
+        self.key_streak = self.key_streak + 1 if key == self._streak_key else 1
+        self._streak_key = key
+        s = self.settings
+        any_at, row_at = s.failing_key_warn_at, s.failing_key_streak_warn_at
+        in_a_row = row_at is not None and self.key_streak >= row_at
+        if not in_a_row and (any_at is None or n < any_at):
+            return None
+        what = " ".join(p for p in (target.verb, key[2]) if p)
+        what = f"'{what}' ({call.tool})" if target.verb != call.tool else f"'{what}'"
+        command = call.args.get("command")
+        shown = command if isinstance(command, str) else call.ordered
+        error = " ".join(((result.result_text if result is not None else None) or "").split())[:160]
+        how = f"{self.key_streak} times in a row" if in_a_row else f"{n} times since it last succeeded"
+        return Verdict(
+            NAME, "warn", "failure_tracker.failing_key",
+            f"{what} has failed {how}; the last call was: {shown[:200]}"
+            + (f" and it said: {error}" if error else "") + ". Retrying it will fail again: read the error, "
+            "check the assumption it contradicts (the file's current content, the working directory, the "
+            "exact text to replace), or take a different step.",
+            {"tool": call.tool, "verb": target.verb, "target": key[2], "count": n, "in_a_row": self.key_streak,
+             "warn_at": any_at, "streak_warn_at": row_at},
+        )
 
     # ---- failed turns ------------------------------------------------------------------------------
     def _count_turn(self, blocked: bool, failed: bool) -> Verdict | None:
@@ -264,13 +339,25 @@ class FailureTracker(Engine):
         n = s.max_failures
         assert n is not None
         if self.consecutive_failures != n or self.forced_done:
-            return None
+            return self._failures_warning()
         data = {"count": self.consecutive_failures, "max_failures": n}
         if not s.final_response_after_failure:
             return Verdict(NAME, "stop", "failure_tracker.max_failures",
                            f"Stopped: the agent failed {n} times in a row.", data)
         self.forced_done = True
         return Verdict(NAME, "warn", "failure_tracker.force_done", self._force_done_message(n), data)
+
+    def _failures_warning(self) -> Verdict | None:
+        at, count = self.settings.failures_warn_at, self.consecutive_failures
+        if at is None or count < at or (count - at) % at or self.forced_done:
+            return None
+        return Verdict(
+            NAME, "warn", "failure_tracker.failed_turns",
+            f"Your last {count} turns all failed. Repeating the same kind of step will fail again: stop and "
+            "check the assumption behind them (is the environment, path or tool what you think it is?), or "
+            "try a smaller step that can succeed.",
+            {"count": count, "warn_at": at, "max_failures": self.settings.max_failures},
+        )
 
     def _force_done_message(self, n: int) -> str:
         return (

@@ -26,6 +26,10 @@ class Settings(EngineSettings):
     identity: IdentityMode = "canonical"
     warn_at: int | None = 3  # None: no warning stage (Roo, Goose)
     block_at: int | None = 5  # None: never blocks on the consecutive count (Goose out of the box)
+    # default: the same call made this often in a row, blocked ones included, ends the run: an agent that
+    # ignores every block would otherwise repeat a blocked call forever (its turns do not fail: nothing ran);
+    # only once the call has been blocked (a count past `block_at`)
+    stop_at: int | None = None
     reset_after_block: bool = False  # Roo: a block forgets the current identity and its count
     # calls invisible to the engine: {tool: NAME, when: {arg: value}}; Roo's scroll actions
     exempt: tuple[Mapping[str, Any], ...] = ()
@@ -52,7 +56,7 @@ class Settings(EngineSettings):
     reset_on_user_message: bool = True
 
     def __post_init__(self) -> None:
-        at_least(self, 1, "warn_at", "block_at", "poll_multiplier", "ring_size", "ping_pong_detect_repeats",
+        at_least(self, 1, "warn_at", "block_at", "stop_at", "poll_multiplier", "ring_size", "ping_pong_detect_repeats",
                  "ping_pong_min_repeats", "outcome_prefix_bytes")
         at_least(self, 0, "max_warnings_per_call", "outcome_block_threshold")
         try:
@@ -174,6 +178,14 @@ class LoopGuard(Engine):
         count = self._consecutive
         multiplier = s.poll_multiplier if poll else 1
         block_at = s.block_at * multiplier if s.block_at is not None else None
+        # a stop only once the call was blocked before (count past block_at): "called again after a block"
+        if s.stop_at is not None and block_at is not None and count > block_at and count >= s.stop_at * multiplier:
+            return Verdict(
+                NAME, "stop", "loop_guard.consecutive_stop",
+                f"Stopped: tool '{tool}' was called {count} times in a row with identical parameters and "
+                "was called again after being blocked; the run ends here.",
+                {"tool": tool, "count": count, "threshold": s.stop_at * multiplier, "poll": poll},
+            )
         if block_at is not None and count >= block_at:
             if s.reset_after_block:  # Roo resets its detector after refusing a call
                 self._forget_current()

@@ -1,6 +1,6 @@
-"""read_tracker: consecutive identical reads and searches, and the unchanged-file stub (seed 001).
+"""read_tracker: consecutive identical reads and searches, the unchanged-file stub (seed 001), and per-file counts.
 
-Two layers, both keyed by what the call asks for rather than by its whole argument text:
+Three layers; the first two are keyed by what the call asks for rather than by its whole argument text:
 
 - Consecutive layer (every Hermes version and `default`): a read is keyed by (path as given, offset,
   limit), a search by (pattern, target, path, file_glob) plus (limit, offset) when `search_pagination`.
@@ -13,6 +13,14 @@ Two layers, both keyed by what the call asks for rather than by its whole argume
   a second or later such hit is blocked as a repeat. Hits do not touch the consecutive count. A full read
   (the call ran and returned content) clears the region's hits; a write of the path, a read reporting
   `result.changed`, or a compaction makes the tracker forget what it knew was unchanged.
+
+- Per-file layer (`default` only; off while its thresholds are None), on the call's targets
+  (`run.target`, any tool, any form of read: `sed -n`, `cat`, `nl | sed`, an editor `view`): reads of one
+  file in any range (`file_reads_warn_at`, again every `file_reads_warn_every`, blocked from
+  `file_reads_block_at`); the same read call returning the same text again (`exact_reread_warn_at`: the
+  content is already in the transcript); reverts of one file (`file_reverts_warn_at`: `git checkout F`, a
+  backup copied over F). Real loops re-read a file with shifting ranges and other calls between, which
+  the consecutive layer never sees. All three start afresh at a person's message.
 
 Counting happens in `before_call`, so a call blocked by any engine still counts (the agent made it);
 what was read is learned in `after_call`, only from reads that ran and succeeded.
@@ -32,6 +40,7 @@ from ..model import ToolCall, ToolResult, Verdict
 from .base import Engine, EngineSettings
 
 if TYPE_CHECKING:
+    from ..model import Message
     from ..runtime import RunContext
 
 __all__ = ["ENGINE", "ReadTracker", "Region", "Settings"]
@@ -52,6 +61,12 @@ class Settings(EngineSettings):
     search_path_default: str = "."
     search_limit_default: int = 50
     search_offset_default: int = 0
+    # per-file layer (default; None = off): thresholds chosen with `loopguard eval`, docs/presets.md
+    file_reads_warn_at: int | None = None
+    file_reads_warn_every: int = 10
+    file_reads_block_at: int | None = None
+    exact_reread_warn_at: int | None = None
+    file_reverts_warn_at: int | None = None
 
 
 ReadTrackerSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
@@ -76,6 +91,13 @@ class ReadTracker(Engine):
         self._regions: dict[Region, None] = {}  # insertion-ordered set of regions read
         self._fresh: dict[Region, int] = {}  # region -> stub hits since its last full read
         self._fresh_by_path: dict[Any, set[Region]] = {}
+        # per-file layer
+        self._per_file = any(v is not None for v in (settings.file_reads_warn_at, settings.file_reads_block_at,
+                                                     settings.exact_reread_warn_at, settings.file_reverts_warn_at))
+        self.file_reads: dict[str, int] = {}
+        self.file_reverts: dict[str, int] = {}
+        self._rereads: dict[tuple[str, str], int] = {}  # (call identity, result text) -> times returned
+        self._previous: str | None = None  # the identity of the previous call that ran
 
     # ---- public state ------------------------------------------------------------------------------
     @property
@@ -110,7 +132,13 @@ class ReadTracker(Engine):
 
     # ---- hooks -------------------------------------------------------------------------------------
     @hookimpl
-    def loopguard_before_call(self, call: ToolCall, result: ToolResult | None) -> Verdict | None:
+    def loopguard_before_call(self, call: ToolCall, result: ToolResult | None) -> list[Verdict] | Verdict | None:
+        if not self._per_file:
+            return self._consecutive(call, result)
+        verdicts = [v for v in (self._count_files(call), self._consecutive(call, result)) if v is not None]
+        return verdicts or None
+
+    def _consecutive(self, call: ToolCall, result: ToolResult | None) -> Verdict | None:
         kind = self.run.kind(call)
         if kind == "read":
             region = self._region(call.args)
@@ -130,9 +158,17 @@ class ReadTracker(Engine):
         return None
 
     @hookimpl
-    def loopguard_after_call(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> None:
+    def loopguard_after_call(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> Verdict | None:
         if blocked or result is None:
-            return
+            return None
+        self._learn(call, result)
+        if self._per_file and self.settings.exact_reread_warn_at is not None:
+            if result.ok:
+                return self._exact_reread(call, result)
+            self._previous = call.fingerprint
+        return None
+
+    def _learn(self, call: ToolCall, result: ToolResult) -> None:
         kind = self.run.kind(call)
         if kind == "read":
             if not result.ok:  # an error returned no content: nothing was read
@@ -144,6 +180,13 @@ class ReadTracker(Engine):
                 self._fresh_by_path.setdefault(region[0], set()).add(region)
         elif kind == "write" and self.settings.unchanged_stub:
             self._forget_path(key_part(call.args.get("path")))
+
+    @hookimpl
+    def loopguard_message(self, message: Message) -> None:
+        if self._per_file and message.from_user:  # a person's new prompt: a new task for the per-file counts
+            self.file_reads.clear()
+            self.file_reverts.clear()
+            self._rereads.clear()
 
     @hookimpl
     def loopguard_compacted(self) -> None:
@@ -183,6 +226,68 @@ class ReadTracker(Engine):
                 data,
             )
         return None
+
+    # ---- per-file layer ----------------------------------------------------------------------------
+    def _count_files(self, call: ToolCall) -> Verdict | None:
+        s = self.settings
+        target = self.run.target(call)
+        out: Verdict | None = None
+        if s.file_reverts_warn_at is not None:
+            for path in target.files("revert"):
+                n = self.file_reverts[path] = self.file_reverts.get(path, 0) + 1
+                if n >= s.file_reverts_warn_at and (n - s.file_reverts_warn_at) % s.file_reverts_warn_at == 0:
+                    out = Verdict(
+                        self.name, "warn", "read_tracker.file_reverts",
+                        f"You have put {path} back {n} times in this task (git checkout/restore, or a copy "
+                        "copied over it): each attempt is undone and tried again. Before another revert, write "
+                        "down why the last change failed and change the approach, or keep this version and "
+                        "fix it forward.",
+                        {"path": path, "count": n, "warn_at": s.file_reverts_warn_at},
+                    )
+        if s.file_reads_warn_at is None and s.file_reads_block_at is None:
+            return out
+        for path in target.files("read"):
+            n = self.file_reads[path] = self.file_reads.get(path, 0) + 1
+            if s.file_reads_block_at is not None and n >= s.file_reads_block_at:
+                return Verdict(
+                    self.name, "block", "read_tracker.file_reads_block",
+                    f"BLOCKED: you have read {path} {n} times in this task (any range, any command); this "
+                    "read was not run. Work from what you have already read: make the change, or run a test "
+                    "that checks your idea.",
+                    {"path": path, "count": n, "block_at": s.file_reads_block_at},
+                )
+            first = s.file_reads_warn_at
+            if first is not None and n >= first and (n - first) % max(s.file_reads_warn_every, 1) == 0:
+                out = Verdict(
+                    self.name, "warn", "read_tracker.file_reads",
+                    f"You have read {path} {n} times in this task (any range, any command). Reading it "
+                    "again will not show anything new: note what you need from it, then make the change or "
+                    "run a check that tests your idea.",
+                    {"path": path, "count": n, "warn_at": first, "block_at": s.file_reads_block_at},
+                )
+        return out
+
+    def _exact_reread(self, call: ToolCall, result: ToolResult) -> Verdict | None:
+        previous, self._previous = self._previous, call.fingerprint
+        target = self.run.target(call)
+        text = result.result_text
+        # a repeat in a row is the consecutive layer's; a read that returned no text showed nothing
+        if target.effect != "read" or not target.targets or not text or previous == call.fingerprint:
+            return None
+        key = (call.fingerprint, text)
+        n = self._rereads[key] = self._rereads.get(key, 0) + 1
+        at = self.settings.exact_reread_warn_at
+        assert at is not None
+        if n != at:
+            return None
+        path = target.targets[0]
+        return Verdict(
+            self.name, "warn", "read_tracker.exact_reread",
+            f"You have run this exact read of {path} {n} times and got the same text each time: it is "
+            "already in the conversation above. Scroll back to it instead of reading again, and move on to "
+            "the change or the next question.",
+            {"path": path, "count": n, "warn_at": at},
+        )
 
     def _stub(self, region: Region, hits: int) -> Verdict:
         path, offset, limit = region

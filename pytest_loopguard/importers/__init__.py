@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..errors import TraceError
+from ..limits import MAX_LOG_BYTES
 from ..model import Trace
 from ..traceio import trace_from_mapping
 from .base import ImportedRun, Importer, Row, Source, trace_name
@@ -41,7 +42,7 @@ def import_runs(source: str | Path | Source, fmt: str | None = None,
 
     Raises a one-line `TraceError` for an unknown format, an unrecognised file or unreadable JSON.
     """
-    src = source if isinstance(source, Source) else Source.from_path(source)
+    src = source if isinstance(source, Source) else Source.from_path(source, MAX_LOG_BYTES)
     pool = importers if importers is not None else available()
     imp = get(fmt, pool) if fmt else detect(src, pool)
     return list(imp.convert(src))

@@ -8,8 +8,11 @@ v1 plus its additions (`rejected` steps, `message.origin`, `result.exit_code`, s
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import unicodedata
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -44,10 +47,12 @@ class Source:
         self._read = read
 
     @classmethod
-    def from_path(cls, path: str | Path) -> Source:
+    def from_path(cls, path: str | Path, limit: int | None = None) -> Source:
+        """A file read lazily, refused above `limit` bytes (default: a trace file's bound; importing passes
+        MAX_LOG_BYTES, as logs are bigger)."""
         p = Path(path)
         # a regular file of bounded size only: a FIFO would block, a link to /dev/zero never end
-        return cls(str(path), lambda: read_bytes(p), path=p)
+        return cls(str(path), lambda: read_bytes(p, limit), path=p)
 
     @classmethod
     def from_bytes(cls, name: str, data: bytes) -> Source:
@@ -152,25 +157,34 @@ class ImportedRun:
     counts: Counter[str] = field(default_factory=Counter)
 
 
-class Importer:
+class Importer(ABC):
     """Base of every importer: `name` is the `--from` value; subclasses implement `sniff` and `convert`."""
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
 
+    @abstractmethod
     def sniff(self, source: Source) -> bool:
         """Cheap recognition (look at `source.head` or the parsed document's top-level keys)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def convert(self, source: Source) -> Iterator[ImportedRun]:
         """Yield one `ImportedRun` per run in the source."""
-        raise NotImplementedError
 
 
-_NAME_BAD = re.compile(r"[^A-Za-z0-9._-]+")
+# letters and digits of any script stay (a run named in Japanese keeps its name); anything else a file
+# name or a shell would trip on (separators, spaces, quotes, control characters) becomes `-`
+_NAME_BAD = re.compile(r"[^\w.-]+")
+# file systems cap a name at 255 bytes; leave room for a `-N` collision suffix and `.jsonl`
+_NAME_MAX_BYTES = 120
 
 
 def trace_name(run_id: str) -> str:
-    """A valid trace name (and file stem) from a run id: unsafe characters become `-`."""
-    name = _NAME_BAD.sub("-", run_id).strip("-.")
-    return name or "run"
+    """A valid trace name (and file stem) from a run id: unsafe characters become `-`, and a very long id
+    is cut (at a character boundary) and given a short hash of the whole id, so cut ids stay distinct."""
+    name = _NAME_BAD.sub("-", unicodedata.normalize("NFC", run_id)).strip("-.") or "run"
+    if len(name.encode("utf-8")) <= _NAME_MAX_BYTES:
+        return name
+    digest = hashlib.sha256(run_id.encode("utf-8")).hexdigest()[:10]
+    cut = name.encode("utf-8")[: _NAME_MAX_BYTES - len(digest) - 1].decode("utf-8", "ignore").rstrip("-.")
+    return f"{cut}-{digest}"

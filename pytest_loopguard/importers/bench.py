@@ -10,6 +10,7 @@ import tarfile
 import time
 from pathlib import Path
 
+from ..limits import MAX_LOG_BYTES
 from . import Source, available, detect, tar_traces, to_trace
 
 __all__ = ["DEFAULT_PATHS", "import_bench"]
@@ -38,7 +39,7 @@ def import_bench(paths: list[str]) -> list[list[object]]:
                 files = sum(1 for m in tar if m.isfile())
         else:
             for file in _files(path) if path.is_dir() else [path]:
-                source = Source.from_path(file)
+                source = Source.from_path(file, MAX_LOG_BYTES)
                 files += 1
                 for run in detect(source, pool).convert(source):
                     runs += 1

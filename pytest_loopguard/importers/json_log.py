@@ -8,6 +8,7 @@ request/response record) is converted as rows.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from pathlib import PurePosixPath
 from typing import Any, ClassVar
@@ -28,11 +29,13 @@ class JsonLogImporter(Importer):
 
     title: ClassVar[str] = ""  # what a file of this format is, for "traces/x.json looks like <title>"
 
+    @abstractmethod
     def sniff_document(self, doc: Any) -> bool:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def sniff_row(self, row: Any) -> bool:
-        raise NotImplementedError
+        ...
 
     def reads_document(self, doc: Any) -> bool:
         """Whether `convert` can read `doc` when `--from` names this format (detection may be stricter)."""
@@ -42,11 +45,13 @@ class JsonLogImporter(Importer):
         """Whether `convert` can read JSONL whose first line is `row` when `--from` names this format."""
         return self.sniff_row(row)
 
+    @abstractmethod
     def convert_document(self, doc: Any, file: str, stem: str) -> list[ImportedRun]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def convert_rows(self, rows: Sequence[tuple[int, Any]], file: str, stem: str) -> list[ImportedRun]:
-        raise NotImplementedError
+        ...
 
     def sniff(self, source: Source) -> bool:
         if source.is_dir or not source.head.startswith(("{", "[")):

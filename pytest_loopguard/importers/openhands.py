@@ -8,6 +8,7 @@ when present, else from the action type and its `args`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -125,7 +126,10 @@ class _Events:
         self.last_response: Any = None
 
     def index(self, pos: int, event: dict[str, Any]) -> Any:
-        return event.get("id", pos) if self.key == "id" else pos
+        ident = event.get("id", pos) if self.key == "id" else pos
+        # a trace's source.index is a string or an integer ≥ 0: a malformed id points at the position
+        valid = isinstance(ident, str) or (isinstance(ident, int) and not isinstance(ident, bool) and ident >= 0)
+        return ident if valid else pos
 
     def run(self) -> None:
         last_call: dict[str, Any] | None = None
@@ -145,6 +149,7 @@ class _Events:
 
     def action(self, pos: int, event: dict[str, Any]) -> dict[str, Any] | None:
         kind = event.get("action")
+        kind = kind if isinstance(kind, str) else json.dumps(kind)  # a malformed type is skipped, never a crash
         index = self.index(pos, event)
         src = event.get("source")
         args = obj(event.get("args")) or event
@@ -168,7 +173,7 @@ class _Events:
             self._llm(event, index)
             tool, call_args, x = _call(event)
             step = self.b.tool(tool, call_args, index=index, x=x)
-            ident = event.get("id", pos)
+            ident = _key(event.get("id", pos))
             if ident in self.pending:
                 self.b.warn(f"action id {ident} reused")
             self.pending[ident] = step
@@ -186,7 +191,7 @@ class _Events:
 
     def observation(self, pos: int, event: dict[str, Any], last_call: dict[str, Any] | None) -> None:
         kind = event.get("observation")
-        cause = event.get("cause")
+        cause = _key(event.get("cause"))
         if cause is not None:
             step = self.pending.pop(cause, None)
             if step is None:
@@ -263,6 +268,12 @@ class OpenHandsV0(Importer):
                 b.header_x[f"x-{key}"] = meta[key]
         _Events(b, events, key="id" if with_ids else "history").run()
         return b.build()
+
+
+def _key(value: Any) -> Any:
+    """An event id or cause as a dict key: a malformed one (a list, an object) as its JSON text, so it pairs
+    with nothing instead of crashing the import."""
+    return value if value is None or isinstance(value, str | int | float) else json.dumps(value, sort_keys=True)
 
 
 def _row_id(row: dict[str, Any], fallback: str) -> str:

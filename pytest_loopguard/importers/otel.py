@@ -114,6 +114,11 @@ class _Span:
         return next((self.attributes[n] for n in names if self.attributes.get(n) is not None), None)
 
 
+def _items(value: Any) -> list[Any]:
+    # An export's containers are lists; anything else (a hostile or broken file) holds nothing.
+    return value if isinstance(value, list) else []
+
+
 def _nanos(value: Any) -> int:
     try:
         return int(value)
@@ -123,10 +128,10 @@ def _nanos(value: Any) -> int:
 
 def _spans(doc: Any, row: int | None, start_order: int) -> Iterator[_Span]:
     order = start_order
-    for resource in _get(doc, "resourceSpans") or []:
-        scopes = _get(resource, "scopeSpans") or _get(resource, "instrumentationLibrarySpans") or []
+    for resource in _items(_get(doc, "resourceSpans")):
+        scopes = _items(_get(resource, "scopeSpans") or _get(resource, "instrumentationLibrarySpans"))
         for scope in scopes:
-            for raw in _get(scope, "spans") or []:
+            for raw in _items(_get(scope, "spans")):
                 if not isinstance(raw, Mapping):
                     continue
                 yield _Span(

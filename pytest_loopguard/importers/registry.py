@@ -69,5 +69,6 @@ def detect(source: Source, importers: list[Importer]) -> Importer:
     if not source.is_dir and source.head[:1] in ("{", "[") and source.parsed is None and not source.is_jsonl:
         _ = source.document  # raises the parse error: a truncated or broken JSON file, named with its line
     known = ", ".join(i.name for i in importers)
-    raise TraceError(f"no importer recognises this file; expected an agent log in one of: {known} "
-                     "(or name the format with --from)", file=source.name)
+    what = "the file is empty" if not source.is_dir and not source.head else "no importer recognises this file"
+    raise TraceError(f"{what}; expected an agent log in one of: {known} (or name the format with --from)",
+                     file=source.name)

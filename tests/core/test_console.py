@@ -149,3 +149,11 @@ def test_action_words_inside_names_stay_plain(tty_env: pytest.MonkeyPatch) -> No
     emit("default-warn-runs-then-block  warn", out)
     coloured = re.findall(r"\x1b\[[0-9;]*m([^\x1b]+)\x1b", out.getvalue())
     assert coloured == ["warn"]
+
+
+def test_progress_over_an_iterator_of_unknown_length(tty_env: pytest.MonkeyPatch) -> None:
+    bar = Terminal()
+    assert list(progress((i for i in range(3)), "importing", bar)) == [0, 1, 2]
+    assert "importing" in bar.getvalue()  # an unknown length still gets a bar: it cannot be known to be short
+    piped = io.StringIO()
+    assert list(progress(iter(range(3)), "importing", piped)) == [0, 1, 2] and piped.getvalue() == ""

@@ -67,11 +67,11 @@ def test_default_preset_numbers() -> None:
     policy = resolve_policy("default")
     lg = policy.settings("loop_guard")
     assert (lg.identity, lg.warn_at, lg.block_at, lg.warn_action, lg.poll_multiplier) == ("canonical", 3, 5, "warn", 3)
-    assert (tuple(lg.ping_pong_periods), lg.ping_pong_min_repeats, lg.outcome_block_threshold) == ((2, 3), 3, 4)
+    assert (tuple(lg.ping_pong_periods), lg.ping_pong_min_repeats, lg.outcome_block_threshold) == ((2, 3), 3, 6)
     rt = policy.settings("read_tracker")
     assert (rt.shared_streak, rt.search_pagination, rt.unchanged_stub) == (False, True, False)
     ft = policy.settings("failure_tracker")
-    assert (ft.turn_failure, ft.max_failures, ft.final_response_after_failure) == ("all_failed", 3, True)
+    assert (ft.turn_failure, ft.max_failures, ft.final_response_after_failure) == ("all_failed", 12, True)
 
 
 def test_hermes_versions_differ_where_presets_md_says() -> None:

@@ -472,7 +472,8 @@ def test_openchrome_preset_follows_presets_md() -> None:
 
 
 def test_default_preset_has_the_envelope_defaults() -> None:
-    assert resolve_policy("default").settings("budget") == Settings()
+    exempt = resolve_policy("default").settings("budget").same_tool_exempt
+    assert resolve_policy("default").settings("budget") == Settings(same_tool_exempt=exempt)
 
 
 @pytest.mark.parametrize(("budget", "field"), [
@@ -515,3 +516,22 @@ def test_without_a_task_any_trace_replays_as_without_budget(steps: list[str], pr
                                                            "allowed_domains": ["a.example"]}}))
     without = replay(trace, resolve_policy({"preset": preset, "name": "p", "budget": False}))
     assert json.dumps(with_budget.to_dict(), sort_keys=True) == json.dumps(without.to_dict(), sort_keys=True)
+
+
+# ---- generic shell tools (default) -------------------------------------------------------------------
+def test_exempt_shell_tools_never_build_a_same_tool_streak() -> None:
+    g = budget_guard(same_tool_exempt=("bash",))
+    decisions = [call(g, "bash", command=f"sed -n '{i},{i + 9}p' a.py") for i in range(12)]
+    assert [d.action for d in decisions] == ["allow"] * 12 and all(not d.verdicts for d in decisions)
+    # a shell call ends another tool's streak, as any other tool does
+    for _ in range(5):
+        click(g)
+    call(g, "bash", command="ls")
+    assert [click(g).action for _ in range(6)] == ["allow"] * 5 + ["warn"]
+
+
+def test_default_exempts_bash_and_openchrome_does_not() -> None:
+    assert "bash" in resolve_policy("default").settings("budget").same_tool_exempt
+    assert resolve_policy("openchrome").settings("budget").same_tool_exempt == ()
+    g = budget_guard()
+    assert [call(g, "bash", command="ls").action for _ in range(6)] == ["allow"] * 5 + ["warn"]

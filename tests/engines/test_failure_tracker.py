@@ -26,8 +26,15 @@ ENGINE = "failure_tracker"
 ONLY_FAILURES = {"loop_guard": False, "read_tracker": False, "budget": False, "dedup": False, "context": False}
 
 
+# default's own rules on top of PRESETS.md's (docs/presets.md), off unless a test names them
+DEFAULT_RULES_OFF = {"failing_key_warn_at": None, "failing_key_streak_warn_at": None, "failures_warn_at": None,
+                     "rejected_warn_at": None}
+
+
 def policy(preset: str, **overrides: Any) -> dict[str, Any]:
     spec: dict[str, Any] = {"preset": preset, **(ONLY_FAILURES if preset == "default" else {})}
+    if preset == "default":
+        overrides = {**DEFAULT_RULES_OFF, **overrides}
     if overrides:
         spec[ENGINE] = overrides
     return spec
@@ -176,12 +183,13 @@ def test_blocked_single_call_is_not_a_failure() -> None:
 
 
 # ---- failed turns: default (all_failed) ---------------------------------------------------------------
+# default forces done at 12 failed turns (docs/presets.md); the mechanism is tested at PRESETS.md's 3
 
 def test_default_counts_a_turn_whose_calls_all_failed_on_its_last_call() -> None:
     turn = [LLM, fail("click", index=1), fail("input", index=2, text="a")]
     steps = [turn[0], *turn[1:], LLM, fail("click", index=3), fail("input", index=4, text="a"),
              LLM, fail("click", index=5), fail("input", index=6, text="a"), LLM, ok("click", index=7)]
-    r = run(policy("default"), steps)
+    r = run(policy("default", max_failures=3), steps)
     assert timeline(r) == ["allow"] * 8 + ["warn force_done", "allow", "stop max_failures"]
 
 
@@ -189,12 +197,13 @@ def test_default_partly_failed_turn_resets() -> None:
     steps = [LLM, fail("click", index=1), LLM, fail("click", index=2),
              LLM, fail("click", index=3), ok("click", index=4), LLM, fail("click", index=5),
              LLM, fail("click", index=6)]
-    assert timeline(run(policy("default"), steps)) == ["allow"] * 11
-    assert timeline(run(policy("default"), [*steps, LLM, fail("click", index=7)]))[-1] == "warn force_done"
+    assert timeline(run(policy("default", max_failures=3), steps)) == ["allow"] * 11
+    more = [*steps, LLM, fail("click", index=7)]
+    assert timeline(run(policy("default", max_failures=3), more))[-1] == "warn force_done"
 
 
 def test_default_single_failed_call_is_a_failed_turn() -> None:
-    r = run(policy("default"), click_fails(3))
+    r = run(policy("default", max_failures=3), click_fails(3))
     assert timeline(r) == ["allow", "allow", "warn force_done"]
 
 
@@ -208,7 +217,7 @@ def test_all_failed_ignores_blocked_calls_but_needs_one_that_ran() -> None:
 
 
 def test_all_failed_verdict_lands_on_the_last_call_of_the_turn() -> None:
-    guard, _ = new_guard(policy("default"))
+    guard, _ = new_guard(policy("default", max_failures=3))
     calls = [(ToolCall.of("click", {"index": i}), FAILED) for i in (1, 2)]
     assert play_turn(guard, calls) == ["allow", "allow"]
     assert play_turn(guard, calls) == ["allow", "allow"]
@@ -463,7 +472,7 @@ def test_preset_settings_follow_presets_md() -> None:
     assert set(hc.read_only_tools) == {"read_file", "search_files", "web_search", "web_extract", "browser_snapshot"}
     df = resolve_policy("default").settings(ENGINE)
     assert (df.turn_failure, df.max_failures, df.final_response_after_failure, df.max_repetitions,
-            df.action_loop, df.guardrails) == ("all_failed", 3, True, None, False, False)
+            df.action_loop, df.guardrails) == ("all_failed", 12, True, None, False, False)
 
 
 def test_each_run_starts_fresh() -> None:
@@ -484,6 +493,37 @@ def test_guard_message_reaches_the_engine() -> None:
 def test_engine_module_does_not_import_pytest() -> None:
     source = Path(failure_tracker.__file__).read_text(encoding="utf-8")
     assert "import pytest" not in source and "from pytest " not in source
+
+
+# ---- rejected turns (default) ------------------------------------------------------------------------
+def rejected(reason: str = "Please always provide EXACTLY ONE action in triple backticks, found 2 actions.",
+             ) -> dict[str, Any]:
+    return {"rejected": {"reason": reason}}
+
+
+def test_rejected_streak_warns_at_the_threshold_and_every_as_many_more_never_stops() -> None:
+    steps = [ok("bash", command="ls"), *[rejected() for _ in range(9)], ok("bash", command="ls"),
+             *[rejected() for _ in range(3)]]
+    r = run(policy("default", rejected_warn_at=4, max_failures=None), steps)
+    streak = ["allow"] * 3 + ["warn rejected_streak"] + ["allow"] * 3 + ["warn rejected_streak", "allow"]
+    assert timeline(r) == ["allow", *streak, "allow", "allow", "allow", "allow"]  # an accepted call resets
+    assert r.outcome == "incomplete"
+    v = verdict(r, 4)
+    assert v.data == {"count": 4, "warn_at": 4,
+                      "reason": "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."}
+    # the message names how many, quotes what the harness asked for, and says what to do instead
+    assert "Your last 4 replies were rejected" in v.message
+    assert "found 2 actions." in v.message and "Reply in exactly the form it asks for" in v.message
+    assert verdict(r, 8).data["count"] == 8
+
+
+def test_rejected_streak_is_off_unless_set() -> None:
+    steps = [rejected() for _ in range(12)]
+    assert timeline(run(policy("default", rejected_warn_at=None), steps)) == ["allow"] * 12
+    assert timeline(run("browser-use", [ok("click", index=1)]))[0] == "allow"
+    assert resolve_policy("default").settings(ENGINE).rejected_warn_at == 4
+    for preset in ("qa-agent", "browser-use", "hermes-current"):
+        assert resolve_policy(preset).settings(ENGINE).rejected_warn_at is None
 
 
 # ---- rejected turns (PRESETS.md common rules) ------------------------------------------------------------
@@ -539,3 +579,65 @@ def test_rejected_turns_are_ignored_where_the_setting_says_so() -> None:
     assert actions(rejected_run("qa-agent", 6, rejected_turns="ignore")) == ["allow"] * 10
     assert actions(rejected_run("default", 6)) == ["allow"] * 10
     assert failure_tracker.Settings().rejected_turns == "ignore"
+
+
+# ---- failing keys and failed-turn warnings (default) -------------------------------------------------
+def sh(command: str, error: str | None = None) -> dict[str, Any]:
+    result = {"ok": True, "text": "ok"} if error is None else {"exit_code": 1, "text": error}
+    return {"tool": "bash", "args": {"command": command}, "result": result}
+
+
+def test_failing_key_with_other_calls_between_warns_from_the_threshold_until_it_succeeds() -> None:
+    edit = "sed -i 's/a/b/' lib/plot.py"
+    steps = []
+    for _ in range(4):  # edit <-> the same failing test, four rounds
+        steps += [sh(edit), sh("python reproduce_issue.py", "AssertionError: still wrong")]
+    steps += [sh("python reproduce_issue.py"), sh("python reproduce_issue.py", "AssertionError: again")]
+    r = run(policy("default", failing_key_warn_at=3), steps)
+    assert timeline(r) == ["allow"] * 5 + ["warn failing_key", "allow", "warn failing_key", "allow", "allow"]
+    v = verdict(r, 5)
+    assert v.data == {"tool": "bash", "verb": "python", "target": "reproduce_issue.py", "count": 3,
+                      "in_a_row": 1, "warn_at": 3, "streak_warn_at": None}
+    # the message names the failing command, how many times, its error, and another next step
+    assert v.message.startswith("'python reproduce_issue.py' (bash) has failed 3 times since it last succeeded")
+    assert "python reproduce_issue.py" in v.message and "AssertionError: still wrong" in v.message
+    assert "take a different step" in v.message
+
+
+def test_failing_key_in_a_row_warns_at_its_own_lower_threshold() -> None:
+    # SWE-agent `edit` on the open file: three edits in a row rejected for syntax errors (pydicom-1458)
+    steps = [{"tool": "str_replace_editor", "args": {"command": "str_replace", "path": "/w/m.c", "old_str": f"x{i}"},
+              "result": {"error": "No replacement was performed"}} for i in range(3)]
+    r = run(policy("default", failing_key_warn_at=5, failing_key_streak_warn_at=3), steps)
+    assert timeline(r) == ["allow", "allow", "warn failing_key"]
+    v = verdict(r, 2)
+    assert (v.data["count"], v.data["in_a_row"], v.data["target"]) == (3, 3, "/w/m.c")
+    assert v.message.startswith("'str_replace /w/m.c' (str_replace_editor) has failed 3 times in a row")
+    assert "No replacement was performed" in v.message
+
+
+def test_failed_turn_warning_comes_before_the_forced_finish() -> None:
+    steps = [sh(f"make target{i}", "make: *** Error 1") for i in range(6)]
+    r = run(policy("default", failures_warn_at=2, max_failures=5), steps)
+    assert timeline(r) == ["allow", "warn failed_turns", "allow", "warn failed_turns", "warn force_done",
+                           "stop max_failures"]
+    v = verdict(r, 1)
+    assert v.data == {"count": 2, "warn_at": 2, "max_failures": 5}
+    assert "Your last 2 turns all failed" in v.message and "try a smaller step" in v.message
+
+
+def test_default_numbers_for_its_own_rules() -> None:
+    d = resolve_policy("default").settings(ENGINE)
+    assert (d.failing_key_warn_at, d.failing_key_streak_warn_at, d.failures_warn_at, d.rejected_warn_at,
+            d.max_failures) == (5, 3, 4, 4, 12)
+    for preset in ("qa-agent", "browser-use", "hermes-current"):
+        s = resolve_policy(preset).settings(ENGINE)
+        assert (s.failing_key_warn_at, s.failing_key_streak_warn_at, s.failures_warn_at) == (None, None, None)
+
+
+def test_failing_key_counts_start_afresh_at_a_persons_message_only() -> None:
+    failing = sh("python t.py", "FAILED")
+    harness = {"message": {"role": "user", "text": "<returncode>1</returncode>", "origin": "harness"}}
+    steps = [failing, failing, harness, failing, user("new task"), failing, failing]
+    r = run(policy("default", failing_key_warn_at=3), steps)
+    assert timeline(r) == ["allow", "allow", "allow", "warn failing_key", "allow", "allow", "allow"]

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pytest_loopguard import Guard, ToolCall, ToolResult, Verdict, resolve_policy
 from pytest_loopguard.engines.read_tracker import ReadTracker, Settings
 from pytest_loopguard.hookspecs import hookimpl
+from pytest_loopguard.model import Message
 from pytest_loopguard.runtime import Decision
 
 OTHER_ENGINES = ("loop_guard", "failure_tracker", "budget", "dedup", "context")
@@ -155,7 +156,8 @@ def test_shared_streak_a_read_between_identical_searches_resets_it() -> None:
 
 
 def test_separate_streaks_a_search_does_not_reset_the_read_streak() -> None:
-    g = tracker_guard("default")
+    # the consecutive layer alone: default's per-file layer also sees these exact re-reads
+    g = tracker_guard("default", exact_reread_warn_at=None)
     assert read(g).action == "allow"
     assert search(g).action == "allow"
     assert read(g).action == "allow"
@@ -175,7 +177,8 @@ def test_separate_streaks_reads_of_another_region_do_not_reset_the_search_streak
 
 
 def test_separate_streaks_other_tools_reset_both() -> None:
-    g = tracker_guard("default")
+    # the consecutive layer alone: default's per-file layer also sees these exact re-reads
+    g = tracker_guard("default", exact_reread_warn_at=None)
     read(g)
     search(g)
     read(g)
@@ -443,6 +446,83 @@ def expected_actions(calls: list[tuple[str, dict[str, Any]]], shared: bool, pagi
 @given(calls=st.lists(CALLS, max_size=30), preset=st.sampled_from(["hermes", "hermes-current", "default"]))
 def test_consecutive_layer_matches_the_rule(calls: list[tuple[str, dict[str, Any]]], preset: str) -> None:
     s = resolve_policy(preset).settings("read_tracker")
-    g = tracker_guard(preset, unchanged_stub=False)
+    g = tracker_guard(preset, unchanged_stub=False, exact_reread_warn_at=None)  # the consecutive layer alone
     got = [call(g, tool, **args).action for tool, args in calls]
     assert got == expected_actions(calls, s.shared_streak, s.search_pagination)
+
+
+# ---- per-file layer (default) ------------------------------------------------------------------------
+def bash(g: Guard, command: str, text: str = "ok") -> Decision:
+    return call(g, "bash", ToolResult(text=text), command=command)
+
+
+def test_reads_of_one_file_in_any_range_and_form_warn_then_block() -> None:
+    g = tracker_guard("default", file_reads_warn_at=4, file_reads_warn_every=2, file_reads_block_at=7)
+    forms = ["sed -n '1,20p' pkg/a.py", "cat pkg/a.py", "nl -ba ./pkg/a.py | sed -n '5,9p'",
+             "cd pkg && head -n 30 a.py", "sed -n '40,60p' pkg/a.py", "tail -n 5 pkg/a.py", "cat pkg/a.py"]
+    decisions = []
+    for i, command in enumerate(forms):
+        decisions.append(bash(g, command, f"content {i}"))  # every range returns other text
+        bash(g, "python reproduce.py")  # other calls between the reads
+    assert [reasons(d) for d in decisions] == [[], [], [], ["read_tracker.file_reads"], [],
+                                               ["read_tracker.file_reads"], ["read_tracker.file_reads_block"]]
+    warn = only(decisions[3])
+    assert warn.data == {"path": "pkg/a.py", "count": 4, "warn_at": 4, "block_at": 7}
+    # the message names the file, how many times, and suggests another next step
+    assert "You have read pkg/a.py 4 times in this task" in warn.message
+    assert "make the change or run a check" in warn.message
+    block = only(decisions[6])
+    assert block.action == "block" and block.data["count"] == 7 and "pkg/a.py 7 times" in block.message
+    assert tracker(g).file_reads == {"pkg/a.py": 7}
+
+
+def test_exact_reread_with_other_calls_between_warns_at_the_third() -> None:
+    g = tracker_guard("default", exact_reread_warn_at=3)
+    view = {"command": "view", "path": "/w/parser.c"}
+    got = []
+    for i in range(4):
+        c = ToolCall.of("str_replace_editor", view)
+        before = g.before_call(c)
+        got.append(g.after_call(c, ToolResult(text="static int x;"), before))
+        bash(g, f"grep -n token{i} /w/parser.c")
+    assert [reasons(d) for d in got] == [[], [], ["read_tracker.exact_reread"], []]
+    v = only(got[2])
+    assert v.data == {"path": "/w/parser.c", "count": 3, "warn_at": 3}
+    assert "this exact read of /w/parser.c 3 times" in v.message and "same text" in v.message
+    # a different text (the file changed) is another read; a read in a row is the consecutive layer's
+    g = tracker_guard("default", exact_reread_warn_at=3)
+    assert [reasons(bash(g, "cat f.py", t)) for t in ("a", "b", "a")] == [[], [], []]
+    assert [reasons(bash(g, "cat g.py", "x")) for _ in range(3)] == [[], [], []]
+
+
+def test_reverts_of_one_file_warn_at_the_threshold_and_every_as_many_more() -> None:
+    g = tracker_guard("default", file_reverts_warn_at=2)
+    got = []
+    for command in ["cp src/s.py.backup src/s.py", "git checkout src/s.py", "git restore src/s.py",
+                    "cp src/s.py.orig src/s.py"]:
+        got.append(bash(g, command))
+        bash(g, "python fix.py")
+    assert [reasons(d) for d in got] == [[], ["read_tracker.file_reverts"], [], ["read_tracker.file_reverts"]]
+    v = only(got[1])
+    assert v.data == {"path": "src/s.py", "count": 2, "warn_at": 2}
+    assert "You have put src/s.py back 2 times" in v.message and "fix it forward" in v.message
+
+
+def test_a_persons_message_starts_the_per_file_counts_afresh_a_harness_one_does_not() -> None:
+    g = tracker_guard("default", file_reads_warn_at=3)
+    bash(g, "cat a.py")
+    bash(g, "cat a.py", "other")
+    g.message(Message("user", "output of your command", origin="harness"))
+    assert tracker(g).file_reads == {"a.py": 2}
+    g.message(Message("user", "now fix the other bug"))
+    assert tracker(g).file_reads == {}
+
+
+def test_the_per_file_layer_is_off_in_every_published_preset() -> None:
+    for preset in ("hermes", "hermes-current"):
+        s = resolve_policy(preset).settings("read_tracker")
+        assert (s.file_reads_warn_at, s.file_reads_block_at, s.exact_reread_warn_at, s.file_reverts_warn_at) == (
+            None, None, None, None)
+    s = resolve_policy("default").settings("read_tracker")
+    assert (s.file_reads_warn_at, s.file_reads_warn_every, s.file_reads_block_at, s.exact_reread_warn_at,
+            s.file_reverts_warn_at) == (30, 10, 60, 3, 4)

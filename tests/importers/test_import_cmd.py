@@ -3,13 +3,19 @@ still imported)."""
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from planted_secrets import USER_RULE, assert_no_planted_secret, planted_payload
+from planted_secrets import PLANTED, USER_RULE, assert_no_planted_secret, planted_payload
 
-from pytest_loopguard import cli
+from pytest_loopguard import cli, import_cmd
+from pytest_loopguard.importers import ImportedRun, Importer, Source, available
+from pytest_loopguard.limits import MAX_FILE_BYTES, MAX_STRING
 from pytest_loopguard.traceio import load
 
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -157,3 +163,223 @@ def test_an_empty_folder_and_a_missing_path_are_errors(tmp_path: Path, capsys: p
     assert err == [f"loopguard: error: {tmp_path / 'empty'}: no .json, .jsonl or .traj files in this folder",
                    f"loopguard: error: {tmp_path / 'missing.json'}: no such file or folder; expected an agent log, "
                    "an event folder or a folder of logs"]
+
+
+def test_run_ids_in_any_script_keep_their_letters(tmp_path: Path) -> None:
+    for n, instance in enumerate(["日本語-タスク", "中文 任务", "ünïcode/1"]):
+        (tmp_path / f"{n}.json").write_text(json.dumps(mini_log(instance)), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["import", str(tmp_path / "0.json"), str(tmp_path / "1.json"), str(tmp_path / "2.json"),
+                     "-o", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["ünïcode-1.yaml", "中文-任务.yaml", "日本語-タスク.yaml"]
+    assert load(out / "中文-任务.yaml").name == "中文-任务"
+
+
+def test_a_run_id_too_long_for_a_file_name_is_cut_and_the_other_sources_still_import(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    long_a, long_b = "x" * 300, "x" * 300 + "b"
+    for name, instance in [("a.json", long_a), ("b.json", long_b), ("good.json", "good")]:
+        (tmp_path / name).write_text(json.dumps(mini_log(instance)), encoding="utf-8")
+    out = tmp_path / "out"
+    args = [str(tmp_path / n) for n in ("a.json", "b.json", "good.json")]
+    assert cli.main(["import", *args, "-o", str(out)]) == 0, capsys.readouterr().err
+    names = sorted(p.stem for p in out.iterdir())
+    assert len(names) == 3 and "good" in names
+    cut = [n for n in names if n != "good"]
+    assert cut[0] != cut[1] and all(n.startswith("x" * 100) and len(n.encode()) <= 120 for n in cut)
+
+
+def test_re_running_an_import_replaces_its_traces_even_in_another_format(tmp_path: Path) -> None:
+    src = tmp_path / "run.json"
+    src.write_text(json.dumps(mini_log("pkg__pkg-1")), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["import", str(src), "-o", str(out)]) == 0
+    assert cli.main(["import", str(src), "-o", str(out)]) == 0
+    assert [p.name for p in out.iterdir()] == ["pkg__pkg-1.yaml"]
+    # the same file named another way is the same source
+    assert cli.main(["import", str(Path(os.path.relpath(src))), "-o", str(out), "--format", "jsonl"]) == 0
+    assert [p.name for p in out.iterdir()] == ["pkg__pkg-1.jsonl"]  # one file per trace: the folder validates
+    assert cli.main(["validate", str(out)]) == 0
+
+
+def test_a_trace_from_another_source_is_never_overwritten(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    hand = out / "mine.yaml"
+    hand.write_text("loopguard: 1\nname: mine\nsteps:\n  - tool: ls\n", encoding="utf-8")
+    first, second, third = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    first.write_text(json.dumps(mini_log("same-id", output="from a")), encoding="utf-8")
+    second.write_text(json.dumps(mini_log("same-id", output="from b")), encoding="utf-8")
+    third.write_text(json.dumps(mini_log("mine")), encoding="utf-8")
+    assert cli.main(["import", str(first), "-o", str(out)]) == 0
+    capsys.readouterr()
+    assert cli.main(["import", str(second), str(third), "-o", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["mine-2.yaml", "mine.yaml", "same-id-2.yaml", "same-id.yaml"]
+    assert hand.read_text(encoding="utf-8").endswith("- tool: ls\n")
+    assert load(out / "same-id.yaml").source["origin"] == str(first)
+    assert load(out / "same-id-2.yaml").source["origin"] == str(second)
+    text = capsys.readouterr().out
+    assert f"same-id-2: note: the name same-id is another run's (in this import or in {out})" in text
+    assert cli.main(["validate", str(out)]) == 0
+
+
+def test_an_output_folder_inside_the_logs_folder_is_not_read_as_logs(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.json").write_text(json.dumps(mini_log("a")), encoding="utf-8")
+    out = logs / "traces"
+    for _ in range(2):
+        assert cli.main(["import", str(logs), "-o", str(out), "--format", "jsonl"]) == 0
+    assert [p.name for p in out.iterdir()] == ["a.jsonl"]
+
+
+def test_a_run_that_cannot_be_written_fails_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    (out / "blocked.yaml").mkdir(parents=True)  # a folder where the trace file would go
+    for name in ("blocked", "fine"):
+        (tmp_path / f"{name}.json").write_text(json.dumps(mini_log(name)), encoding="utf-8")
+    assert cli.main(["import", str(tmp_path / "blocked.json"), str(tmp_path / "fine.json"), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"loopguard: error: {out / 'blocked.yaml'}: ")
+    assert (out / "fine.yaml").is_file()
+
+
+def test_a_tarball_of_logs_is_read_in_memory_like_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    packed = tmp_path / "runs.tar.gz"
+    with tarfile.open(packed, "w:gz") as tar:
+        for name, data in [("trajs/a.traj.json", json.dumps(mini_log("a"))), ("trajs/b.traj.json",
+                           json.dumps(mini_log("b"))), ("README.txt", "not a log")]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data.encode())
+            tar.addfile(info, io.BytesIO(data.encode()))
+    out = tmp_path / "out"
+    assert cli.main(["import", str(packed), "-o", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["a.yaml", "b.yaml"]
+    assert load(out / "a.yaml").source["origin"] == f"{packed}:trajs/a.traj.json"
+    assert cli.main(["import", str(packed), "-o", str(out), "--format", "jsonl"]) == 0  # re-run: replaced
+    assert sorted(p.name for p in out.iterdir()) == ["a.jsonl", "b.jsonl"]
+    broken = tmp_path / "broken.tgz"
+    broken.write_bytes(packed.read_bytes()[:40])
+    capsys.readouterr()
+    assert cli.main(["import", str(broken), str(tmp_path / "a.traj"), "-o", str(tmp_path / "o2")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith(f"loopguard: error: {broken}: unreadable archive (")
+    assert err[0].endswith("expected a tar archive of agent logs")
+
+
+def test_an_output_path_that_is_a_file_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "run.json"
+    src.write_text(json.dumps(mini_log("r")), encoding="utf-8")
+    taken = tmp_path / "taken"
+    taken.write_text("notes", encoding="utf-8")
+    assert cli.main(["import", str(src), "-o", str(taken)]) == 2
+    assert capsys.readouterr().err == f"loopguard: error: {taken}: is a file; expected a folder for the traces (-o)\n"
+    assert taken.read_text(encoding="utf-8") == "notes"
+
+
+def test_run_ids_differing_only_in_case_get_distinct_files(tmp_path: Path) -> None:
+    for instance in ("Repo-1", "repo-1"):
+        (tmp_path / f"{instance}.src.json").write_text(json.dumps(mini_log(instance)), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["import", str(tmp_path / "Repo-1.src.json"), str(tmp_path / "repo-1.src.json"),
+                     "-o", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["Repo-1.yaml", "repo-1-2.yaml"]
+
+
+class Crashing(Importer):
+    """An importer with a bug: it recognises `{"crash": ...}` files and then fails on them."""
+
+    name = "crashing"
+    description = "a buggy plugin importer"
+
+    def sniff(self, source: Source) -> bool:
+        return isinstance(source.parsed, dict) and "crash" in source.parsed
+
+    def convert(self, source: Source) -> Iterator[ImportedRun]:
+        yield from source.parsed["crash"]  # an int here: TypeError
+
+
+def test_an_importer_that_crashes_costs_only_its_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(import_cmd, "available", lambda: [*available(), Crashing()])
+    odd = tmp_path / "odd.json"
+    odd.write_text('{"crash": 5}', encoding="utf-8")
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(mini_log("good")), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["import", str(odd), str(good), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"loopguard: error: {odd}: the crashing importer failed on this file (TypeError: 'int' object "
+                   "is not iterable); this is a bug in the importer, please report it\n")
+    assert [p.name for p in out.iterdir()] == ["good.yaml"]
+
+
+def test_a_file_named_twice_or_also_inside_a_named_folder_is_imported_once(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    src = logs / "a.json"
+    src.write_text(json.dumps(mini_log("a")), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["import", str(src), str(logs), str(tmp_path / "logs" / ".." / "logs" / "a.json"),
+                     "-o", str(out)]) == 0
+    assert [p.name for p in out.iterdir()] == ["a.yaml"]
+
+
+def test_no_planted_secret_survives_in_file_names_or_the_printed_table(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    key = PLANTED["openai-key"]
+    log = {"trajectory_format": "mini-swe-agent-1.1", "instance_id": f"run {key}", "info": {}, "messages": [
+        {"role": "user", "content": "task"},
+        {"role": "tool", "tool_call_id": key, "content": "<returncode>0</returncode>"},  # an orphan: a warning
+    ]}
+    src = tmp_path / "s.json"
+    src.write_text(json.dumps(log), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["import", str(src), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "orphan result for call id <redacted:openai-key:1>" in printed
+    (written,) = out.iterdir()
+    assert written.name == "run-redacted-openai-key-1.yaml"
+    assert_no_planted_secret(printed + written.name + written.read_text(encoding="utf-8"))
+
+
+def test_a_log_bigger_than_a_trace_file_imports_and_its_traces_load(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Logs are bounded by MAX_LOG_BYTES, not by a trace's MAX_FILE_BYTES; a string longer than a trace
+    holds is cut to MAX_STRING with a warning, so `validate` accepts what `import` writes."""
+    size = MAX_FILE_BYTES + 1024
+    src = tmp_path / "big.json"
+    src.write_text(json.dumps(mini_log("big", command="cat big.txt", output="y" * size)), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["import", str(src), "-o", str(out), "--format", "jsonl"]) == 0
+    text = capsys.readouterr().out
+    longest = size + len("<returncode>0</returncode>\n<output>\n\n</output>")  # mini_log's reply around it
+    assert (f"big: warning: 1 string(s) longer than {MAX_STRING} characters (the longest {longest}) cut to "
+            f"{MAX_STRING}, the longest a trace holds") in text
+    assert cli.main(["validate", str(out)]) == 0
+    result = next(s for s in load(out / "big.jsonl").steps if s.kind == "tool").result
+    assert result is not None and result.text is not None and len(result.text) == MAX_STRING
+
+
+def test_a_run_too_big_for_one_trace_file_is_an_error_and_leaves_no_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(import_cmd, "MAX_FILE_BYTES", 2000)
+    small, large = tmp_path / "small.json", tmp_path / "large.json"
+    small.write_text(json.dumps(mini_log("small")), encoding="utf-8")
+    large.write_text(json.dumps(mini_log("large", output="z" * 3000)), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli.main(["import", str(large), str(small), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"loopguard: error: {large}: run large gives a trace of ")
+    assert err.endswith(" bytes; a trace file holds at most 2000\n")
+    assert [p.name for p in out.iterdir()] == ["small.yaml"]
+
+
+def test_a_log_above_the_log_bound_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(import_cmd, "MAX_LOG_BYTES", 100)
+    src = tmp_path / "run.json"
+    src.write_text(json.dumps(mini_log("r")), encoding="utf-8")
+    assert cli.main(["import", str(src), "-o", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.startswith(f"loopguard: error: {src}: file too large: ")

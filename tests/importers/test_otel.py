@@ -160,3 +160,15 @@ def test_tool_spans_win_over_recorded_messages(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc), encoding="utf-8")
     (run,) = import_runs(path)
     assert [s["tool"] for s in run.trace["steps"] if "tool" in s] == ["read_file"]  # counted once, from its span
+
+
+@pytest.mark.parametrize("doc", [
+    {"resourceSpans": [{"scopeSpans": 5}]},
+    {"resourceSpans": [{"scopeSpans": [{"spans": "x"}]}]},
+    {"resourceSpans": [{"instrumentationLibrarySpans": {"spans": []}}]},
+])
+def test_containers_of_the_wrong_type_hold_nothing(tmp_path: Path, doc: dict[str, Any]) -> None:
+    # Found by auditing: a non-list where the export has a list raised TypeError inside the importer.
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(doc))
+    assert [r.trace["steps"] for r in import_runs(path, "otel")] in ([], [[]])

@@ -123,6 +123,10 @@ def test_unrecognised_and_truncated_files(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(TraceError, match=r"bin\.json: not UTF-8 text"):
         detect(Source.from_path(binary), pool)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(" \n\n", encoding="utf-8")
+    with pytest.raises(TraceError, match=r"empty\.jsonl: the file is empty; expected an agent log in one of: swe"):
+        detect(Source.from_path(empty), pool)
 
 
 def test_a_broken_jsonl_row_is_named_by_its_line(tmp_path: Path) -> None:

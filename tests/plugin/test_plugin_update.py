@@ -102,9 +102,10 @@ def test_update_refuses_a_file_with_several_traces(pytester: pytest.Pytester) ->
 
 def test_observed_trace_records_a_stop() -> None:
     # failure_tracker under default: a turn whose calls all failed counts; at 3 the agent is told to finish
-    # (warn, force_done), and the next non-done call stops the run (PRESETS.md, default).
+    # (warn, force_done), and the next non-done call stops the run (PRESETS.md's 3; default's own is 12).
     steps = [{"tool": "browser_click", "args": {"index": i}, "result": {"error": "gone"}} for i in range(4)]
-    trace = trace_from_mapping({"loopguard": 1, "name": "u", "policy": "default", "steps": steps})
+    policy = {"preset": "default", "failure_tracker": {"max_failures": 3}}
+    trace = trace_from_mapping({"loopguard": 1, "name": "u", "policy": policy, "steps": steps})
     updated = observed_trace(trace, replay(trace))
     assert updated.expect == RunExpect(
         outcome="stopped",

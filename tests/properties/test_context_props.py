@@ -212,8 +212,9 @@ def drive(trace: Trace, preset: str | dict[str, Any]) -> tuple[Guard, list[tuple
             decision = guard.after_call(step.call, step.outcome if ran else None, before)
             text = (step.outcome.result_text or "") if ran else f"Error: {before.message or 'blocked'}"
             if ran and decision.action == "warn":
-                text = "\n\n".join([t for t in (text, *(v.message for v in decision.verdicts
-                                                          if v.action == "warn")) if t])
+                # the result, a blank line, then the warnings one per line (two engines may warn at once)
+                warnings = "\n".join(v.message for v in decision.verdicts if v.action == "warn" and v.message)
+                text = "\n\n".join(t for t in (text, warnings) if t)
             produced.append(("tool", text, step.call.tool))
     return guard, produced
 

@@ -27,14 +27,20 @@ def loop_guard_verdicts(result: ReplayResult) -> list[list[tuple[str, str]]]:
 
 def expected_identical_run(n: int, settings: Any, poll: bool) -> list[tuple[str, str] | None]:
     """The loop guard's verdict at each position of a run of n identical calls, from the rules:
-    count ≥ block → block; count ≥ warn → the call's warning count +1, past max_warnings_per_call →
+    count = stop (default) → stop, later calls not reached; count ≥ block → block; count ≥ warn → the
+    call's warning count +1, past max_warnings_per_call →
     block (warnings_exhausted), else consecutive_warning with `warn_action`; below warn → no verdict."""
     mult = settings.poll_multiplier if poll else 1
     warn_at, block_at = settings.warn_at * mult, settings.block_at * mult
+    stop_at = settings.stop_at * mult if settings.stop_at is not None else None
     out: list[tuple[str, str] | None] = []
     warnings = 0
     for count in range(1, n + 1):
-        if count >= block_at:
+        if stop_at is not None and count > stop_at:
+            out.append(None)  # not reached: the run ended
+        elif stop_at is not None and count == stop_at:
+            out.append(("stop", "loop_guard.consecutive_stop"))
+        elif count >= block_at:
             out.append(("block", "loop_guard.consecutive_block"))
         elif count >= warn_at:
             warnings += 1
@@ -96,8 +102,10 @@ def test_identical_run_gets_the_verdicts_the_thresholds_say(policy: Policy, trac
     got = loop_guard_verdicts(result)
     assert got == [[e] if e is not None else [] for e in expected]
     # nothing else speaks about a plain action or observation call that succeeds: the step is the guard's
-    assert [s.action for s in result.steps] == [e[0] if e is not None else "allow" for e in expected]
-    assert result.outcome == "incomplete"
+    stop = next((i for i, e in enumerate(expected) if e is not None and e[0] == "stop"), len(expected))
+    actions = [e[0] if e is not None else "allow" for e in expected[: stop + 1]]
+    assert [s.action for s in result.steps] == actions + ["not_reached"] * (len(expected) - len(actions))
+    assert result.outcome == ("stopped" if stop < len(expected) else "incomplete")
 
 
 def test_expected_identical_run_follows_the_spacebot_worker_example() -> None:
@@ -113,7 +121,9 @@ def test_expected_identical_run_follows_the_spacebot_worker_example() -> None:
 
 # ---- monotonicity -------------------------------------------------------------------------------------------
 def severities(result: ReplayResult) -> list[int]:
-    return [SEVERITY[s.action] for s in result.steps]
+    # a step after the run ended is as severe as what ended it
+    ended = SEVERITY["stop"]
+    return [ended if s.action == "not_reached" else SEVERITY[s.action] for s in result.steps]
 
 
 @given(lgst.tool_calls(), st.integers(1, 20), st.integers(1, 10),
