@@ -127,6 +127,9 @@ class FailureTracker(Engine):
         "failure_tracker.action_loop",
         "failure_tracker.repetition",
         "failure_tracker.max_steps",
+        "failure_tracker.failed_turns",
+        "failure_tracker.failing_key",
+        "failure_tracker.rejected_streak",
     )
 
     def __init__(self, settings: _Settings, run: RunContext) -> None:

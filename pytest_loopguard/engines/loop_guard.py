@@ -98,6 +98,7 @@ class LoopGuard(Engine):
         "loop_guard.ping_pong",
         "loop_guard.identical_outcome",
         "loop_guard.warnings_exhausted",
+        "loop_guard.consecutive_stop",
     )
 
     def __init__(self, settings: LoopGuardSettings, run: RunContext) -> None:

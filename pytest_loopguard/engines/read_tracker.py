@@ -80,6 +80,10 @@ class ReadTracker(Engine):
         "read_tracker.repeat_warning",
         "read_tracker.repeat_block",
         "read_tracker.unchanged",
+        "read_tracker.exact_reread",
+        "read_tracker.file_reads",
+        "read_tracker.file_reads_block",
+        "read_tracker.file_reverts",
     )
 
     def __init__(self, settings: ReadTrackerSettings, run: RunContext) -> None:

@@ -21,13 +21,17 @@ ROOT = Path(__file__).resolve().parents[2]
 READS = ROOT / "traces" / "read_tracker"
 
 
+def read_traces() -> int:
+    return sum(len(load_file(p)) for p in READS.glob("*.yaml"))
+
+
 def test_run_coverage_lists_every_code_of_the_active_engines(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["run", str(READS), "--coverage"]) == 0
     out = capsys.readouterr().out
     for code in registry()["read_tracker"].REASONS:
         line = next(line for line in out.splitlines() if line.startswith("read_tracker") and f" {code} " in line)
         assert int(line.split()[2]) >= 1  # the read_tracker corpus exercises each of its codes
-    assert "rule coverage: " in out and "reason codes exercised by 13 traces" in out
+    assert "rule coverage: " in out and f"reason codes exercised by {read_traces()} traces" in out
 
 
 def test_run_coverage_with_json_keeps_stdout_json(capsys: pytest.CaptureFixture[str]) -> None:
@@ -42,7 +46,8 @@ def test_run_report_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert cli.main(["run", str(READS), "--report", str(out)]) == 0
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert doc["loopguard_report"] == 2 and doc["meta"]["command"] == "loopguard run"
-    assert doc["summary"] == {"traces": 13, "passed": 13, "mismatched": 0}
+    n = read_traces()
+    assert doc["summary"] == {"traces": n, "passed": n, "mismatched": 0}
 
 
 def test_run_report_bad_extension_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
