@@ -1,6 +1,7 @@
 """The `loopguard` command: replay a corpus, show one timeline, validate files, compare presets and policies.
 
-    loopguard run [PATHS...] [--policy P] [--json]        replay and check expectations (exit 1 on a mismatch)
+    loopguard run [PATHS...] [--policy P] [--json]        replay and check expectations (exit 1 on a mismatch);
+                                                          PATHS default to the loopguard_paths ini option
     loopguard replay FILE[::NAME] [--policy P] [--json]    one trace's verdict timeline
     loopguard validate PATHS...                            load every file, report every bad one
     loopguard presets [NAMES...] [--json]                  presets' settings side by side
@@ -21,28 +22,29 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from tabulate import tabulate
 
 from . import __version__, diff_cmd, import_cmd
 from .console import emit, fit_table, progress
 from .engines import ENGINE_ORDER, registry
-from .errors import LoopguardError, LoopguardWarning, NotATraceError, TraceError
+from .errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
 from .expect import Mismatch, check
 from .importers.recognise import skip_note
+from .inifile import trace_paths
 from .model import ReplayResult, Trace
 from .policy import ALIASES, Policy, preset_names, resolve_policy
-from .replay import execute
+from .policy_option import parse_policy_option
 from .report import json_entry, mismatch_table, shorten, summary_table, timeline_table
-from .traceio import dump, load_file, validate_paths
+from .runner import execute, load_file, simulate, validate_paths
+from .traceio import dump
 
 __all__ = ["main"]
 
@@ -63,9 +65,25 @@ def _err(text: str) -> None:
     print(text, file=sys.stderr)
 
 
+def _error(text: object) -> None:
+    """One line on stderr with the prefix every command (and argparse) uses for errors."""
+    _err(f"loopguard: error: {text}")
+
+
 def _json(value: Any, stream: TextIO | None = None) -> None:
-    # Verdict data may hold tuples or other plain values; str() keeps the output valid JSON.
-    print(json.dumps(value, indent=2, ensure_ascii=False, default=str), file=stream or sys.stdout)
+    # Verdict data may hold tuples or other plain values; str() keeps the output valid JSON. Non-ASCII text is
+    # escaped when the stream cannot encode it (PYTHONIOENCODING=ascii), so JSON stays exact either way.
+    out = stream or sys.stdout
+    utf = (getattr(out, "encoding", None) or "utf-8").lower().replace("-", "").startswith("utf")
+    print(json.dumps(value, indent=2, ensure_ascii=not utf, default=str), file=out)
+
+
+def _tolerant_streams() -> None:
+    """A terminal that cannot show `…` or `—` gets `?` instead of a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
 
 
 @contextmanager
@@ -79,7 +97,7 @@ def _trace_warnings() -> Iterator[None]:
 def _report_warnings(traces: Sequence[Trace]) -> None:
     for trace in traces:
         for text in trace.warnings:
-            _err(f"warning: {text}")
+            _err(f"loopguard: warning: {text}")
 
 
 def _validate(paths: Sequence[str]) -> tuple[list[Trace], list[TraceError]]:
@@ -88,14 +106,14 @@ def _validate(paths: Sequence[str]) -> tuple[list[Trace], list[TraceError]]:
     with _trace_warnings():
         traces, errors = validate_paths(paths, skipped=skipped)
     for note in skipped:
-        _err(f"skipped: {skip_note(str(note.file), Path(str(note.file)), note)}")
+        _err(f"loopguard: skipped: {skip_note(str(note.file), Path(str(note.file)), note)}")
     _report_warnings(traces)
     return traces, errors
 
 
 def _report_errors(errors: Sequence[LoopguardError]) -> None:
     for error in errors:
-        _err(f"error: {error}")
+        _error(error)
     if errors:
         n = len(errors)
         _err(f"loopguard: {n} bad input{'s' if n != 1 else ''}")
@@ -126,7 +144,15 @@ def _load_one(spec: str) -> Trace:
     return traces[0]
 
 
-def _policy_arg(spec: str | None) -> Policy | None:
+def _policy_type(text: str) -> str | dict[str, Any]:
+    """argparse type of `--policy`: a preset, a policy file or an inline mapping `{preset: x, ...}`."""
+    try:
+        return parse_policy_option(text)
+    except PolicyError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _policy_arg(spec: str | dict[str, Any] | None) -> Policy | None:
     """The --policy option resolved once (so a bad name fails before any replay), or None."""
     return resolve_policy(spec) if spec is not None else None
 
@@ -142,7 +168,7 @@ def _first_intervention(result: ReplayResult) -> str:
 # ---- subcommands -----------------------------------------------------------------------------------
 def _cmd_run(args: argparse.Namespace) -> int:
     policy = _policy_arg(args.policy)
-    traces, errors = _validate(args.paths)
+    traces, errors = _validate(args.paths or trace_paths(Path.cwd()))
     results: list[tuple[ReplayResult, list[Mismatch]]] = []
     for trace in progress(traces, "replaying"):
         try:
@@ -196,7 +222,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
 def _cmd_validate(args: argparse.Namespace) -> int:
     traces, errors = _validate(args.paths)
     for error in errors:
-        _err(f"error: {error}")
+        _error(error)
     files = len({t.path for t in traces})
     _out(f"{len(traces)} traces in {files} files ok, {len(errors)} bad")
     return EXIT_BAD_INPUT if errors else EXIT_OK
@@ -284,9 +310,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     if trace.mode != "simulate":
         raise TraceError("not a scenario (a scenario has `mode: simulate`); use `loopguard replay`",
                          file=trace.path, field="mode")
-    # Imported by name: the simulators build on this package, not the reverse.
-    simulation = importlib.import_module("simulators.scenario").simulate(trace, args.policy)
+    simulation = simulate(trace, args.policy)
     if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         dump(simulation.recorded, args.output)
     result: ReplayResult = simulation.result
     if args.json:
@@ -338,8 +364,26 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 
 # ---- parser ----------------------------------------------------------------------------------------
+class _Parser(argparse.ArgumentParser):
+    """argparse with the one error prefix: a subcommand's usage error reads `loopguard: error:` too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"loopguard: error: {message}\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="loopguard", description="Replay agent tool-call traces through loop policies and check the verdicts."
     )
     parser.add_argument("--version", action="version", version=f"loopguard {__version__}")
@@ -351,15 +395,18 @@ def _parser() -> argparse.ArgumentParser:
         return p
 
     p = add("run", _cmd_run, "replay every trace under PATHS and check its expectations (exit 1 on a mismatch)")
-    p.add_argument("paths", nargs="*", default=["traces"], metavar="PATHS", help="files or folders (default: traces)")
-    p.add_argument("--policy", help="replay every trace under this preset or policy file instead of its own")
+    p.add_argument("paths", nargs="*", metavar="PATHS",
+                   help="files or folders (default: the loopguard_paths ini option, as pytest reads it; else traces)")
+    p.add_argument("--policy", type=_policy_type,
+                   help="replay every trace under this preset, policy file or inline {mapping} instead of its own")
     p.add_argument("--json", action="store_true", help="print a JSON list, one entry per trace")
     p.add_argument("--coverage", action="store_true", help="print rule coverage (reason codes no trace triggers)")
     p.add_argument("--report", metavar="PATH", help="write a report file: .json, .md or .html")
 
     p = add("replay", _cmd_replay, "print one trace's verdict timeline")
     p.add_argument("file", metavar="FILE", help="a trace file; FILE::NAME picks one trace of several")
-    p.add_argument("--policy", help="a preset name or policy file (default: the trace's own)")
+    p.add_argument("--policy", type=_policy_type,
+                   help="a preset, policy file or inline {mapping} (default: the trace's own)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--html", metavar="OUT", help="also write the timeline as a self-contained HTML page to OUT")
 
@@ -378,7 +425,8 @@ def _parser() -> argparse.ArgumentParser:
     p = add("simulate", _cmd_simulate, "run a scenario (mode: simulate) and record the trace it produces")
     p.add_argument("file", metavar="FILE", help="a scenario file; FILE::NAME picks one of several")
     p.add_argument("-o", "--output", metavar="OUT", help="write the recorded trace here (.yaml, .json, .jsonl)")
-    p.add_argument("--policy", help="a preset name or policy file (default: the scenario's own)")
+    p.add_argument("--policy", type=_policy_type,
+                   help="a preset, policy file or inline {mapping} (default: the scenario's own)")
     p.add_argument("--json", action="store_true")
 
     p = add("diff", _cmd_diff,
@@ -392,8 +440,9 @@ def _parser() -> argparse.ArgumentParser:
     import_cmd.add_arguments(p)
 
     p = add("bench", _cmd_bench, "replay speed of synthetic traces under each preset")
-    p.add_argument("--events", type=int, default=20000, help="events per preset (default 20000)")
-    p.add_argument("--policy", action="append", metavar="P", help="a preset or policy file; repeatable")
+    p.add_argument("--events", type=_positive_int, default=20000, help="events per preset (default 20000)")
+    p.add_argument("--policy", action="append", type=_policy_type, metavar="P",
+                   help="a preset, policy file or inline {mapping}; repeatable")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--session", action="store_true", help="time a live Session (recording, redacting) instead")
     p.add_argument("--import", dest="import_paths", nargs="*", metavar="PATH",
@@ -407,6 +456,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `loopguard` command; returns the exit status (0 ok, 1 mismatch, 2 bad input, 3 internal error)."""
+    _tolerant_streams()
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -415,12 +465,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status: int = args.func(args)
     except LoopguardError as exc:
-        _err(f"loopguard: error: {exc}")
+        _error(exc)
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # output piped into `head`: nothing left to say
         return EXIT_OK
     except OSError as exc:  # e.g. -o into a folder that does not exist
-        _err(f"loopguard: error: {exc.filename or ''}: {exc.strerror}")
+        _error(f"{exc.filename or ''}: {exc.strerror}")
         return EXIT_BAD_INPUT
     except Exception as exc:  # a bug, not bad input: never exit 1, which means "an expectation failed"
         _err(f"loopguard: internal error (please report it): {type(exc).__name__}: {str(exc)[:200]}")

@@ -24,7 +24,7 @@ from .evalruns import CALL_KINDS, Run, call_count
 from .labels import Labels, LoopLabel, RunLabel
 from .model import ReplayResult
 from .policy import Policy
-from .replay import execute
+from .runner import execute
 
 __all__ = [
     "FORCE_DONE",

@@ -16,8 +16,8 @@ import pytest
 from .expect import Mismatch, check
 from .model import ReplayResult, Trace
 from .policy import Policy, resolve_policy
-from .replay import execute
 from .report import mismatch_table, outcome_line, status
+from .runner import execute
 from .traceio import load, trace_from_mapping
 
 __all__ = ["Loopguard", "TraceBuilder", "loopguard", "trace_builder"]
@@ -117,6 +117,8 @@ class Loopguard:
 
     def assert_ok(self, result: ReplayResult) -> None:
         """Raise AssertionError, with the table of mismatched steps, unless every expectation holds."""
+        # the failure points at the caller's line: this frame (and its huge `result` repr) is not shown
+        __tracebackhide__ = True
         mismatches = check(result)
         if mismatches:
             raise AssertionError(
@@ -145,12 +147,23 @@ class TraceBuilder:
         return self
 
     def tool(
-        self, name: str, result: Any = None, *, expect: Any = None, t: int | None = None, **args: Any
+        self,
+        name: str,
+        result: Any = None,
+        /,
+        *,
+        args: Mapping[str, Any] | None = None,
+        expect: Any = None,
+        t: int | None = None,
+        **kwargs: Any,
     ) -> TraceBuilder:
-        """A tool call; `result` is a result mapping or the result text (None: not recorded, i.e. ok)."""
+        """A tool call with its arguments as keywords; `result` is a result mapping or the result text (None: not
+        recorded, i.e. ok). `name` and `result` are positional-only, so `tool("create_file", name="a.txt")` passes
+        an argument called `name`; arguments called `args`, `expect` or `t` go in `args={...}`.
+        """
         step: dict[str, Any] = {"tool": name}
-        if args:
-            step["args"] = args
+        if args or kwargs:
+            step["args"] = {**(args or {}), **kwargs}
         if isinstance(result, str):
             step["result"] = {"text": result}
         elif result is not None:

@@ -20,13 +20,24 @@ from .coverage import coverage_table, rule_coverage
 from .engines import registry
 from .errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
 from .expect import Mismatch, check
+from .golden import (
+    SCENARIO_STEP_EXPECTS,
+    apply_update_requests,
+    edit_to_json,
+    expectation_edits,
+    has_expectations,
+    observed_trace,
+    unchecked_expectations,
+)
 from .importers.recognise import skip_note
-from .model import ReplayResult, RunExpect, Step, StepExpect, StepResult, Trace
+from .model import ReplayResult, Trace
 from .policy import resolve_policy
-from .replay import execute, policy_for
+from .policy_option import parse_policy_option
+from .replay import policy_for
 from .report import mismatch_table, outcome_line, shorten, status
 from .report_doc import report_entry, report_format, write_report
-from .traceio import SUFFIXES, dumps, expect_to_value, load_file
+from .runner import execute, load_file
+from .traceio import SUFFIXES, dumps
 
 __all__ = ["TraceFile", "TraceItem", "TraceMismatch", "observed_trace"]
 
@@ -35,8 +46,8 @@ MARKER: Final = (
     "(a preset name, policy file or mapping) with engine overrides such as loop_guard={'warn_at': 1}"
 )
 ENTRY_KEY: Final = "loopguard"  # user_properties name of a trace's report entry
-UPDATED_KEY: Final = "loopguard-updated"  # user_properties name of a trace file rewritten by --loopguard-update
-SCENARIO_STEP_EXPECTS: Final = "x-expect-steps"  # a scenario's expectations on its recorded steps
+UPDATE_KEY: Final = "loopguard-update"  # user_properties name of a trace's --loopguard-update request
+UNCHECKED_KEY: Final = "loopguard-unchecked"  # user_properties name of expectations nothing checks
 # A file under loopguard_paths that is not a trace is a skipped collector whose reason starts with this: skip
 # reports reach the xdist controller (passed collect reports do not), so the summary sees them either way.
 NOT_A_TRACE: Final = "loopguard: "
@@ -50,7 +61,7 @@ class LoopguardSession:
     Registered as a plugin so its hooks reach this session's state without module globals.
     """
 
-    policy: str | None
+    policy: str | dict[str, Any] | None  # a preset, a policy file, or an inline mapping
     matrix: tuple[str, ...]
     report_path: Path | None
     update: bool
@@ -60,7 +71,10 @@ class LoopguardSession:
     meta: dict[str, Any] = dataclasses.field(default_factory=dict)
     report_error: str = ""
     entries: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    updated: list[str] = dataclasses.field(default_factory=list)
+    requests: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # --loopguard-update's, per trace
+    updated: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # file -> what changed in it
+    unchecked: list[str] = dataclasses.field(default_factory=list)
+    update_errors: list[str] = dataclasses.field(default_factory=list)
     not_traces: list[str] = dataclasses.field(default_factory=list)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -76,18 +90,26 @@ class LoopguardSession:
         for key, value in report.user_properties:
             if key == ENTRY_KEY:
                 self.entries.append(cast(dict[str, Any], value))
-            elif key == UPDATED_KEY:
-                self.updated.append(str(value))
+            elif key == UPDATE_KEY:
+                self.requests.append(cast(dict[str, Any], value))
+            elif key == UNCHECKED_KEY:
+                self.unchecked.extend(cast(list[str], value))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        # Under xdist only the controller writes: it has received every worker's entries.
-        if self.report_path is not None and not self.worker:
+        # Under xdist only the controller writes: it has received every worker's entries and update requests,
+        # so the edits of several traces in one file are applied together, once.
+        if self.worker:
+            return
+        if self.report_path is not None:
             try:
                 write_report(self.report_path, self.entries, self.meta)
             except OSError as exc:  # e.g. a folder of that name: one line in the summary, not a traceback
                 self.report_error = f"cannot write {self.report_path}: {exc.strerror}"
                 self.report_path = None
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED  # CI asked for a report and has none
+        self.updated, self.update_errors = apply_update_requests(self.requests)
+        if self.update_errors:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.report_error:
@@ -99,8 +121,19 @@ class LoopguardSession:
         mismatched = sum(1 for e in self.entries if not e["passed"])
         terminalreporter.write_line(f"loopguard: {len(self.entries)} traces replayed, {mismatched} mismatched")
         if self.updated:
-            names = ", ".join(sorted(self.updated))
-            terminalreporter.write_line(f"loopguard: updated {len(self.updated)} trace files: {names}")
+            files = len(self.updated)
+            terminalreporter.write_line(f"loopguard: updated {files} trace file{'s' if files != 1 else ''}:")
+            for name, changes in sorted(self.updated.items()):
+                terminalreporter.write_line(f"  {name}")
+                for line in changes:
+                    terminalreporter.write_line(f"    {line}")
+        for error in self.update_errors:
+            terminalreporter.write_line(f"loopguard: update failed: {error}", red=True)
+        if self.unchecked:
+            terminalreporter.write_line(f"loopguard: {len(self.unchecked)} expectations no trace checks "
+                                        "(--loopguard-update drops them):")
+            for line in sorted(self.unchecked):
+                terminalreporter.write_line(f"  {line}")
         if self.coverage:
             terminalreporter.write_line(coverage_table(rule_coverage(self.entries)))
         if self.report_path is not None:
@@ -117,7 +150,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="loopguard_policy",
         default=None,
         metavar="POLICY",
-        help="replay every trace under this policy (preset name or policy YAML) instead of its own",
+        help="replay every trace under this policy instead of its own: a preset, a policy file, "
+        "or an inline mapping such as '{preset: default, dedup: false}'",
     )
     group.addoption(
         "--loopguard-matrix",
@@ -163,7 +197,11 @@ def pytest_configure(config: pytest.Config) -> None:
         registry()
     except LoopguardError as exc:  # an installed engine plugin that does not load
         raise pytest.UsageError(str(exc)) from None
-    policy: str | None = config.getoption("loopguard_policy", None)
+    policy_text: str | None = config.getoption("loopguard_policy", None)
+    try:
+        policy = parse_policy_option(policy_text) if policy_text is not None else None
+    except PolicyError as exc:
+        raise pytest.UsageError(f"--loopguard-policy: {exc}") from None
     matrix_option: str | None = config.getoption("loopguard_matrix", None)
     matrix = tuple(p.strip() for p in matrix_option.split(",") if p.strip()) if matrix_option is not None else ()
     update = bool(config.getoption("loopguard_update", False))
@@ -274,11 +312,11 @@ class TraceFile(pytest.File):
             seen.add(trace.name)
             line = lines.get(number, 0)
             if not matrix:
-                yield TraceItem.from_parent(self, name=trace.name, trace=trace, line=line, documents=len(traces))
+                yield TraceItem.from_parent(self, name=trace.name, trace=trace, line=line, document=number)
                 continue
             for policy in matrix:
                 yield TraceItem.from_parent(
-                    self, name=f"{trace.name}[{policy}]", trace=trace, line=line, documents=len(traces), policy=policy
+                    self, name=f"{trace.name}[{policy}]", trace=trace, line=line, document=number, policy=policy
                 )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:  # type: ignore[override]
@@ -291,12 +329,12 @@ class TraceItem(pytest.Item):
     """One trace: replayed (or simulated) under its policy, then checked against its expectations."""
 
     def __init__(
-        self, *, trace: Trace, line: int = 0, documents: int = 1, policy: str | None = None, **kwargs: Any
+        self, *, trace: Trace, line: int = 0, document: int = 0, policy: str | None = None, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         self.trace = trace
         self.line = line
-        self.documents = documents
+        self.document = document  # the trace's place among the YAML documents of its file
         # A matrix cell's policy; None: the --loopguard-policy option, else the trace's own.
         self.policy = policy if policy is not None else self.config.stash[session_key].policy
         # `-k browser` selects the traces tagged browser.
@@ -308,28 +346,35 @@ class TraceItem(pytest.Item):
         state = self.config.stash[session_key]
         result = execute(self.trace, self.policy)
         mismatches = check(result)
-        if state.update and (mismatches or not _has_expectations(self.trace)):
+        engines = policy_for(self.trace, self.policy)[0].engines
+        entry = report_entry(result, mismatches, engines)
+        entry["file"] = _display_path(self.path, self.config.rootpath)
+        unchecked = unchecked_expectations(self.trace, result)
+        if state.update and (mismatches or unchecked or not has_expectations(self.trace)):
             self._update(result)
             mismatches = []
-        entry = report_entry(result, mismatches, policy_for(self.trace, self.policy)[0].engines)
-        entry["file"] = _display_path(self.path, self.config.rootpath)
+            entry = {**report_entry(result, mismatches, engines), "file": entry["file"]}
+        elif unchecked:
+            shown = f"{entry['file']}: {self.trace.name}: {SCENARIO_STEP_EXPECTS}"
+            self.user_properties.append((UNCHECKED_KEY, [f"{shown} {i} (the run recorded {len(result.trace.steps)} "
+                                                         "steps)" for i in unchecked]))
         self.user_properties.append((ENTRY_KEY, entry))
         if mismatches:
             raise TraceMismatch(result, mismatches)
 
     def _update(self, result: ReplayResult) -> None:
         fmt = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".jsonl": "jsonl"}[self.path.suffix.lower()]
-        if self.documents > 1:
-            raise LoopguardError(
-                "--loopguard-update is not supported for files holding several traces; "
-                "split the file or edit its expectations by hand"
-            )
         if self.trace.mode == "simulate" and fmt != "yaml":
             # JSON keys are strings, and a scenario's `x-expect-steps` is keyed by step index.
             raise LoopguardError("--loopguard-update rewrites scenarios only in YAML files")
-        updated = observed_trace(self.trace, result)
-        self.path.write_text(dumps(updated, fmt), encoding="utf-8")
-        self.user_properties.append((UPDATED_KEY, _display_path(self.path, self.config.rootpath)))
+        edits, changes = expectation_edits(self.trace, result, self.document)
+        request = {"path": str(self.path), "file": _display_path(self.path, self.config.rootpath),
+                   "changes": changes, "edits": [edit_to_json(e) for e in edits]}
+        if fmt != "yaml":
+            # JSON has no comments or layout to keep, and one trace per file: rewritten here, reported as edited
+            self.path.write_text(dumps(observed_trace(self.trace, result), fmt), encoding="utf-8")
+            request["edits"] = []
+        self.user_properties.append((UPDATE_KEY, request))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         error = excinfo.value
@@ -338,6 +383,8 @@ class TraceItem(pytest.Item):
             # The description says what the trace proves: the first thing a reader of a failure needs.
             about = f"\n{shorten(self.trace.description, 160)}" if self.trace.description else ""
             return f"{where}: {error}{about}\n{mismatch_table(error.result, error.mismatches)}"
+        if isinstance(error, LoopguardWarning):  # `-W error` turned the trace's warning (a torn JSONL line) into this
+            return f"{where}: trace {self.trace.name}: warning treated as an error: {error}"
         if isinstance(error, TraceError):  # e.g. a malformed scenario, found when it runs
             return f"trace {self.trace.name}: {_relocated(error, self.path, self.config.rootpath)}"
         if isinstance(error, LoopguardError):
@@ -368,49 +415,4 @@ def _document_lines(path: Path) -> dict[int, int]:
     except (OSError, yaml.YAMLError):
         return {}
     return {i: node.start_mark.line for i, node in enumerate(n for n in nodes if n is not None)}
-
-
-def _has_expectations(trace: Trace) -> bool:
-    return trace.expect is not None or any(s.expect is not None for s in trace.steps)
-
-
-def observed_trace(trace: Trace, result: ReplayResult) -> Trace:
-    """`trace` with its step and run expectations rewritten to what `result` observed (snapshot update).
-
-    Non-allow steps get an expectation (a bare action where the trace wrote one, else the action with the
-    deciding verdict's engine and reason); allow steps lose theirs. The run expectation records outcome,
-    stopped_by/stopped_at and the non-allow counts. A scenario (`mode: simulate`) has no steps of its own: its
-    expectations on the recorded steps (`x-expect-steps`) are rewritten the same way.
-    """
-    counts = {a: n for a, n in result.counts().items() if a not in ("allow", "not_reached")}
-    run = RunExpect(
-        outcome=result.outcome,
-        stopped_by=result.stopped_by,
-        stopped_at=result.stopped_at,
-        counts=counts or None,
-        has_stopped_by=result.stopped_by is not None,
-        has_stopped_at=result.stopped_at is not None,
-    )
-    if trace.mode == "simulate":
-        recorded = (_observed_step(step, got) for step, got in zip(result.trace.steps, result.steps, strict=True))
-        step_expects = {step.index: expect_to_value(step.expect) for step in recorded if step.expect is not None}
-        extensions = {k: v for k, v in trace.extensions.items() if k != SCENARIO_STEP_EXPECTS}
-        if step_expects:
-            extensions[SCENARIO_STEP_EXPECTS] = step_expects
-        return dataclasses.replace(trace, expect=run, extensions=extensions)
-    steps = tuple(_observed_step(step, got) for step, got in zip(trace.steps, result.steps, strict=True))
-    return dataclasses.replace(trace, steps=steps, expect=run)
-
-
-def _observed_step(step: Step, got: StepResult) -> Step:
-    if got.action == "allow" or (got.action == "not_reached" and step.expect is None):
-        return dataclasses.replace(step, expect=None) if step.expect is not None else step
-    if got.action == "not_reached" or (step.expect is not None and step.expect.short):
-        return dataclasses.replace(step, expect=StepExpect(got.action))
-    decider = next((v for v in got.verdicts if v.action == got.action), None)
-    if decider is None:
-        return dataclasses.replace(step, expect=StepExpect(got.action))
-    return dataclasses.replace(
-        step, expect=StepExpect(got.action, engine=decider.engine, reason=decider.reason, short=False)
-    )
 

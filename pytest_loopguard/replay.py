@@ -16,7 +16,7 @@ from .model import Outcome, ReplayResult, Step, StepResult, ToolCall, ToolResult
 from .policy import Policy, resolve_policy
 from .runtime import Clock, Guard
 
-__all__ = ["execute", "policy_for", "replay", "turn_plan"]
+__all__ = ["policy_for", "replay", "turn_plan"]
 
 _CHANGED = ToolResult(changed=True)
 
@@ -143,16 +143,3 @@ def replay(trace: Trace, policy: Any = None, *, plugins: Sequence[object] = ()) 
 
 def _ends(verdicts: tuple[Verdict, ...]) -> bool:
     return any(v.action in ("stop", "fail") for v in verdicts)
-
-
-def execute(trace: Trace, policy: Any = None) -> ReplayResult:
-    """Replay a recorded trace, or run a scenario (`mode: simulate`) through the simulators.
-
-    For a scenario the result's `trace` is the recorded trace of the simulated run (it carries the
-    scenario's run expectations), so `expect.check` applies to both alike.
-    """
-    if trace.mode == "simulate":
-        from simulators.scenario import simulate  # the simulators build on this package, not the reverse
-
-        return simulate(trace, policy).result
-    return replay(trace, policy)

@@ -347,6 +347,7 @@ class Guard:
         else:
             text, tokens = result.result_text or "", result.tokens
             if decision.action == "warn":
+                # the result, a blank line, then the warnings one per line (two engines may warn at once)
                 warnings = "\n".join(v.message for v in decision.verdicts if v.action == "warn" and v.message)
                 if warnings:
                     text = f"{text}\n\n{warnings}" if text else warnings

@@ -20,7 +20,7 @@ import pytest
 from .runtime import Clock
 
 if TYPE_CHECKING:
-    from simulators import AgentLoop, FakeBrowser, FakeFiles, FakeLLM
+    from loopguard_simulators import AgentLoop, FakeBrowser, FakeFiles, FakeLLM
 
 __all__ = ["SimulationKit", "agent_loop", "fake_browser", "fake_files", "fake_llm", "loopguard_simulation"]
 
@@ -39,7 +39,7 @@ class SimulationKit:
     def make_llm(self, script: Sequence[Any] | None = None, *, behaviour: Any = None,
                  window_tokens: int | None = None, provider: str = "openai", **params: Any) -> FakeLLM:
         """A FakeLLM from a script, a behaviour object, or a behaviour name with its parameters."""
-        from simulators.llm import BEHAVIOURS, FakeLLM
+        from loopguard_simulators.llm import BEHAVIOURS, FakeLLM
 
         if isinstance(behaviour, str):
             cls = BEHAVIOURS.get(behaviour)
@@ -53,21 +53,21 @@ class SimulationKit:
 
     def make_browser(self, pages: Mapping[str, Any] | None = None, *, start: str | None = None,
                      seed: int = 0) -> FakeBrowser:
-        from simulators.browser import FakeBrowser
+        from loopguard_simulators.browser import FakeBrowser
 
         self.browser = FakeBrowser(pages or {}, start=start, seed=seed)
         return self.browser
 
     def make_files(self, files: Mapping[str, str] | None = None) -> FakeFiles:
-        from simulators.files import FakeFiles
+        from loopguard_simulators.files import FakeFiles
 
         self.files = FakeFiles(files, clock=self.clock)
         return self.files
 
     def make_loop(self, model: Any = None, *, tools: Any = None, policy: Any = None, **options: Any) -> AgentLoop:
         """An AgentLoop over the given model/tools, else the latest fakes of this test."""
-        from simulators.loop import AgentLoop
-        from simulators.toolbox import Toolbox
+        from loopguard_simulators.loop import AgentLoop
+        from loopguard_simulators.toolbox import Toolbox
 
         model = model if model is not None else self.llm
         if model is None:

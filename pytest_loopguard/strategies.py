@@ -99,12 +99,20 @@ _AGENTS: Final = ("Orchestrator", "WebSurfer", "Coder")
 
 _ARG_KEYS: Final = ("index", "text", "url", "query", "selector", "direction")
 _WORDS: Final = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789 -_./", max_size=12)
+# Any code point but a surrogate, drawn without hypothesis's character table: building that table takes seconds
+# on a machine that has not cached it yet, which fails the too_slow health check of a user's first run.
+_CHARS: Final = st.one_of(st.integers(min_value=0, max_value=0xD7FF),
+                          st.integers(min_value=0xE000, max_value=0x10FFFF)).map(chr)
+
+
+def _text(max_size: int) -> SearchStrategy[str]:
+    return st.text(alphabet=_CHARS, max_size=max_size)
 
 
 # ---- values --------------------------------------------------------------------------------------------
 def argument_values(*, unicode: bool = True) -> SearchStrategy[Any]:
     """JSON/YAML argument values: null, booleans, integers, finite floats, text, and small lists/mappings."""
-    text = st.text(max_size=12) if unicode else _WORDS
+    text = _text(12) if unicode else _WORDS
     scalars = st.one_of(
         st.none(),
         st.booleans(),
@@ -154,7 +162,7 @@ def tool_results(*, failures: bool = True, text: bool = True) -> SearchStrategy[
     oks = st.builds(
         ToolResult,
         ok=st.just(True),
-        text=st.none() | (st.text(max_size=20) if text else st.none()),
+        text=st.none() | (_text(20) if text else st.none()),
         tokens=st.none() | st.integers(min_value=0, max_value=5000),
     )
     options: list[SearchStrategy[ToolResult | None]] = [st.none(), oks]
@@ -417,7 +425,7 @@ def _step_expects() -> SearchStrategy[StepExpect | None]:
         action=actions,
         engine=st.none() | st.sampled_from(("loop_guard", "read_tracker", "context")),
         reason=st.none() | st.sampled_from(("loop_guard.consecutive_block", "context.overflow")),
-        message=st.none() | st.text(max_size=10),
+        message=st.none() | _text(10),
         data=st.none() | st.dictionaries(st.sampled_from(("count", "threshold")), st.integers(0, 9), max_size=2),
         short=st.just(False),
     )
@@ -473,7 +481,7 @@ def steps(
     `kinds` may include `rejected`. `additions=True` also draws the fields real runs carry: exit codes,
     message origins, and each step's `agent` and `source`; without it the draws are those of before.
     """
-    text = st.text(max_size=20) if unicode else _WORDS
+    text = _text(20) if unicode else _WORDS
     expects = _step_expects() if expectations else st.none()
     times = st.none() | st.integers(min_value=0, max_value=10**7)
     results = tool_results() | _exit_code_results() if additions else tool_results()
@@ -538,7 +546,7 @@ def traces(
     `kinds` (`rejected` included when named; `additions` as for `steps`). `policy` defaults to a drawn
     preset name."""
     # strategies are built once here, not per draw: building and validating them dominates generation
-    text = st.text(max_size=20) if unicode else _WORDS
+    text = _text(20) if unicode else _WORDS
     specs: SearchStrategy[Any]
     if policy is None:
         specs = st.sampled_from(preset_names())

@@ -56,6 +56,7 @@ __all__ = [
 ]
 
 SUFFIXES: Final = (".yaml", ".yml", ".json", ".jsonl")
+NAME_FORBIDDEN: Final = ("::", "[", "]")
 TOP_KEYS: Final = (
     "loopguard", "name", "description", "tags", "source", "policy", "task", "context", "strict",
     "steps", "expect", "mode", "env", "agent", "seed", "max_turns",
@@ -351,11 +352,16 @@ def trace_from_mapping(raw: Any, *, path: str | None = None, warnings: tuple[str
     _keys(d, TOP_KEYS, None)
     if "loopguard" not in d:
         raise _fail("missing 'loopguard' (the trace format version; expected 1)", "loopguard")
-    if d["loopguard"] != 1:
-        raise _fail(f"unsupported format version {brief(d['loopguard'])}; expected 1", "loopguard")
+    # `true == 1` and `1.0 == 1` in Python: the version is the integer 1, nothing that compares equal to it
+    if type(d["loopguard"]) is not int or d["loopguard"] != 1:
+        raise _fail(f"unsupported format version {brief(d['loopguard'])}; expected 1 (the integer)", "loopguard")
     if "name" not in d:
         raise _fail("missing 'name' (a name unique within the corpus)", "name")
     name = _str(d["name"], "name", empty=False)
+    # the name is the pytest item's: `::` and brackets would make a test id that selects nothing
+    if any(part in name for part in NAME_FORBIDDEN):
+        raise _fail(f"a name cannot contain {', '.join(repr(p) for p in NAME_FORBIDDEN)} (it is a pytest test id); "
+                    f"got {name!r}", "name")
     mode = _choice(d.get("mode", "replay"), ("replay", "simulate"), "mode", what="mode")
     steps_raw = d.get("steps")
     if steps_raw is None:

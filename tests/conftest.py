@@ -1,4 +1,4 @@
-"""Hypothesis profiles: `ci` (derandomized, reproducible, no deadline) when the CI variable is set, else `dev`."""
+"""Hypothesis profiles: `ci` (derandomized) when the CI variable is set, else `dev`; `random` for CI's seeded job."""
 
 from __future__ import annotations
 
@@ -20,5 +20,16 @@ settings.register_profile(
     deadline=None,
     max_examples=50,
     suppress_health_check=[HealthCheck.too_slow],
+)
+# CI's second job (`.ci/run`): random examples, a fixed number of them, the seed given by --hypothesis-seed so a
+# failure is reproduced from the seed the job prints; no database, so the run depends on the seed alone.
+settings.register_profile(
+    "random",
+    derandomize=False,
+    database=None,
+    deadline=None,
+    max_examples=100,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
 )
 settings.load_profile("ci" if os.environ.get("CI") else "dev")

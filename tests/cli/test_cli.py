@@ -6,7 +6,10 @@ block) and blocks outright at the 7th."""
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 import textwrap
 import warnings
 from pathlib import Path
@@ -109,17 +112,18 @@ def test_run_reports_every_bad_file_and_exits_2(tmp_path: Path, capsys: pytest.C
     version = write(tmp_path, "c_bad.yaml", BAD_VERSION)
     status, out, err = run(capsys, "run", str(tmp_path))
     assert status == 2
-    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    errors = [line for line in err.splitlines() if line.startswith("loopguard: error:")]
     assert errors == [
-        f"error: {step}:5: step 0: field 'argz': unknown key 'argz'; "
+        f"loopguard: error: {step}:5: step 0: field 'argz': unknown key 'argz'; "
         "expected one of agent, args, expect, result, source, t, tool",
     ]
     # without a top-level `loopguard` key a file in a folder is no trace at all: skipped, and said so
-    assert f"skipped: {version} is not a trace (no top-level 'loopguard' key): skipped" in err.splitlines()
+    assert f"loopguard: skipped: {version} is not a trace (no top-level 'loopguard' key): skipped" in err.splitlines()
     assert "passing" in out  # the good trace is still replayed and shown
     status, _, err = run(capsys, "validate", str(version))  # named on its own, it must be a trace
     assert status == 2
-    assert f"error: {version}:1: field 'loopguard': missing 'loopguard' (the trace format version; expected 1)" in err
+    assert (f"loopguard: error: {version}:1: field 'loopguard': missing 'loopguard' "
+            "(the trace format version; expected 1)") in err
 
 
 def test_run_defaults_to_traces(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -145,7 +149,7 @@ def test_run_shows_a_torn_jsonl_line_as_a_warning(tmp_path: Path, capsys: pytest
         warnings.simplefilter("error")  # Python's own warning machinery stays out of the command's output
         status, out, err = run(capsys, "run", str(path))
     assert status == 0 and "torn" in out
-    assert err.strip().startswith(f"warning: {path}:3: torn last line ignored (Unterminated string")
+    assert err.strip().startswith(f"loopguard: warning: {path}:3: torn last line ignored (Unterminated string")
     assert len(err.strip().splitlines()) == 1  # shown once, not also by Python's warning printer
 
 
@@ -240,10 +244,11 @@ def test_validate_reports_every_bad_file(tmp_path: Path, capsys: pytest.CaptureF
     dup = write(tmp_path, "sub/d_dup.yaml", clicks(1, "passing"))
     status, out, err = run(capsys, "validate", str(tmp_path))
     assert status == 2
-    bad = [line.split(":")[1].strip() for line in err.splitlines() if line.startswith("error:")]
+    bad = [line.removeprefix("loopguard: error: ").split(":")[0] for line in err.splitlines()
+           if line.startswith("loopguard: error:")]
     assert bad == [str(step), str(dup)]
     assert "duplicate trace name 'passing'" in err
-    assert f"skipped: {version} is not a trace (no top-level 'loopguard' key): skipped" in err.splitlines()
+    assert f"loopguard: skipped: {version} is not a trace (no top-level 'loopguard' key): skipped" in err.splitlines()
     assert out.strip() == "1 traces in 1 files ok, 2 bad"
 
 
@@ -362,6 +367,18 @@ def test_simulate_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert status == 2 and "not a scenario (a scenario has `mode: simulate`)" in err
 
 
+BAD_SCENARIO = "loopguard: 1\nname: bad-scenario\nmode: simulate\npolicy: default\nagent: {behaviour: nosuch}\n"
+
+
+@pytest.mark.parametrize("command", ["validate", "run", "replay", "simulate"])
+def test_a_malformed_scenario_is_bad_input_for_every_command(command: str, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = write(tmp_path, "s.yaml", BAD_SCENARIO)
+    status, _, err = run(capsys, command, str(scenario))
+    assert status == 2
+    assert f"{scenario}: field 'agent.behaviour': unknown behaviour 'nosuch'" in err
+
+
 SCENARIO = """
 loopguard: 1
 name: cli-scenario
@@ -442,6 +459,82 @@ def test_bench_trace_round_trips_through_the_trace_format(tmp_path: Path) -> Non
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     status, _, err = run(capsys, *argv)
     assert status == 2 and "usage: loopguard" in err
+
+
+# ---- output and errors any terminal can take ------------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[2]
+REREAD = ROOT / "traces" / "read_tracker" / "hermes_seed_001_reread_loop.yaml"
+
+
+def _cli(*argv: str, encoding: str) -> subprocess.CompletedProcess[str]:
+    code = "import sys; from pytest_loopguard.cli import main; sys.exit(main(sys.argv[1:]))"
+    env = {**os.environ, "PYTHONIOENCODING": encoding}
+    return subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, env=env, capture_output=True,
+                          text=True, encoding="utf-8", errors="strict", check=False)
+
+
+@pytest.mark.parametrize("argv", [("replay", str(REREAD)), ("presets",), ("matrix", "traces", "--policies",
+                                                                            "default,hermes")])
+def test_an_ascii_terminal_gets_question_marks_not_a_crash(argv: tuple[str, ...]) -> None:
+    done = _cli(*argv, encoding="ascii")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.isascii() and "?" in done.stdout  # `…` and `—` replaced, the rest intact
+
+
+def test_json_on_an_ascii_terminal_is_escaped_and_exact() -> None:
+    ascii_run, utf8_run = (_cli("presets", "--json", encoding=e) for e in ("ascii", "utf-8"))  # "—" in them
+    assert ascii_run.stdout.isascii() and not utf8_run.stdout.isascii()
+    assert json.loads(ascii_run.stdout) == json.loads(utf8_run.stdout)
+
+
+@pytest.mark.parametrize("argv", [("bench", "--events", "-5"), ("bench", "--events", "0"),
+                                  ("bench", "--events", "many"), ("run", "--nosuch"), ("nosuch",)])
+def test_usage_errors_share_the_one_error_prefix(argv: tuple[str, ...], capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, *argv)
+    assert status == 2 and out == ""
+    assert err.splitlines()[-1].startswith("loopguard: error: ")
+    if argv[0] == "bench":
+        assert err.splitlines()[-1] == f"loopguard: error: argument --events: expected an integer >= 1, got {argv[2]!r}"
+
+
+def test_every_error_line_of_a_command_has_the_prefix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = write(tmp_path, "bad.yaml", BAD_STEP)
+    for argv in (("run", str(bad)), ("validate", str(bad)), ("replay", str(bad)), ("matrix", str(bad),
+                 "--policies", "default"), ("presets", "nosuch"), ("simulate", str(bad))):
+        status, _, err = run(capsys, *argv)
+        lines = err.splitlines()
+        assert status == 2 and lines, argv
+        assert all(ln.startswith("loopguard: ") for ln in lines), (argv, lines)
+        assert lines[0].startswith("loopguard: error: "), (argv, lines)
+
+
+def test_simulate_creates_the_output_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = write(tmp_path, "scenario.yaml", SCENARIO)
+    recorded = tmp_path / "new" / "dir" / "x.jsonl"
+    status, out, _ = run(capsys, "simulate", str(scenario), "-o", str(recorded))
+    assert status == 0 and f"recorded trace written to {recorded}" in out
+    assert load(recorded).name == "cli-scenario"
+
+
+def test_run_without_paths_replays_the_loopguard_paths_of_the_ini(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    write(tmp_path, "pyproject.toml", '[tool.pytest.ini_options]\nloopguard_paths = ["agent/corpus"]\n')
+    write(tmp_path, "agent/corpus/a.yaml", PASSING)
+    write(tmp_path, "traces/failing.yaml", FAILING)  # the default folder: not the configured one
+    monkeypatch.chdir(write(tmp_path, "agent/notes.txt", "").parent)
+    status, out, err = run(capsys, "run", "--json")
+    assert (status, err) == (0, "")
+    assert [entry["trace"] for entry in json.loads(out)] == ["passing"]
+
+
+def test_policy_accepts_an_inline_mapping(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = write(tmp_path, "a.yaml", PASSING)  # default: warn at 3, block at 5
+    inline = "{preset: default, loop_guard: {block_at: 4}}"  # a block skips the call; the run goes on
+    status, out, _ = run(capsys, "replay", str(trace), "--json", "--policy", inline)
+    assert status == 0
+    assert [s["action"] for s in json.loads(out)["steps"]] == ["allow", "allow", "warn", "block", "block"]
+    status, _, err = run(capsys, "run", str(trace), "--policy", "{preset: default, dedup: maybe}")
+    assert status == 2 and err.startswith("loopguard: error: policy field 'dedup'")
 
 
 # ---- the format additions ------------------------------------------------------------------------------

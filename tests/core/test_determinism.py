@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard.replay import execute
+from pytest_loopguard.runner import execute
 from pytest_loopguard.traceio import iter_trace_files, load_file
 
 pytest_plugins = ["pytester"]
@@ -22,7 +22,7 @@ FILES = [str(p) for p in iter_trace_files([REPO / "traces"])]
 # prints one line per trace: its file, name and result as canonical JSON
 DUMP = """
 import json, sys, warnings
-from pytest_loopguard.replay import execute
+from pytest_loopguard.runner import execute
 from pytest_loopguard.traceio import load_file
 warnings.simplefilter("ignore")
 for path in sys.argv[1:]:
@@ -62,7 +62,7 @@ XDIST_TEST = """
 import json, warnings
 from pathlib import Path
 import pytest
-from pytest_loopguard.replay import execute
+from pytest_loopguard.runner import execute
 from pytest_loopguard.traceio import load_file
 
 FILES = {files!r}

@@ -13,6 +13,7 @@ from pytest_loopguard.errors import PolicyError
 from pytest_loopguard.model import ToolCall
 from pytest_loopguard.policy import ALIASES, Policy, preset_names, resolve_policy
 
+PRESET_DIR = Path(__file__).resolve().parents[2] / "pytest_loopguard" / "presets"
 PRESETS = (
     "browser-use", "claw-code", "default", "hermes", "hermes-current", "openchrome", "qa-agent",
     "spacebot-branch", "spacebot-channel", "spacebot-worker",
@@ -26,6 +27,17 @@ def test_every_preset_and_alias_is_listed_and_resolves() -> None:
         policy = resolve_policy(name)
         assert policy.name == name
         assert list(policy.engines) == [e for e in ENGINE_ORDER if e in policy.engines]
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in PRESET_DIR.glob("*.yaml")))
+def test_preset_description_is_whole(name: str) -> None:
+    # a `#` after a space starts a YAML comment: an unquoted "PR #359" cut the description at "PR"
+    line = next(ln for ln in (PRESET_DIR / f"{name}.yaml").read_text(encoding="utf-8").splitlines()
+                if ln.startswith("description:"))
+    written = line.removeprefix("description:").strip().strip('"').split()
+    description = resolve_policy(name).description
+    assert description.split() == written
+    assert description.endswith("."), description
 
 
 def test_none_means_default() -> None:
@@ -256,7 +268,7 @@ NEW_PRESETS = {
 def test_new_presets_name_their_source_and_engines(name: str) -> None:
     version, engines = NEW_PRESETS[name]
     policy = resolve_policy(name)
-    assert version in policy.source and "PRESETS.md" in policy.source
+    assert version in policy.source and "docs/presets.md" in policy.source
     assert policy.description  # quoted in the YAML: a `#` in it would otherwise start a comment
     assert set(policy.engines) == engines
 

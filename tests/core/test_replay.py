@@ -13,7 +13,7 @@ from pytest_loopguard.engines.base import Engine, EngineSettings, register_engin
 from pytest_loopguard.hookspecs import hookimpl
 from pytest_loopguard.model import Done, LLMCall, Message, Rejected, ToolCall, ToolResult, Trace, Verdict
 from pytest_loopguard.policy import Policy, resolve_policy
-from pytest_loopguard.replay import execute, replay, turn_plan
+from pytest_loopguard.replay import replay, turn_plan
 from pytest_loopguard.runtime import Turn
 from pytest_loopguard.traceio import loads
 
@@ -272,11 +272,6 @@ def test_policy_name_is_kept_as_given() -> None:
     assert replay(t).policy == "hermes"
     assert replay(t, "spacebot").policy == "spacebot"
     assert replay(trace("loopguard: 1\nname: t\nsteps: []\n")).policy == "default"
-
-
-def test_execute_replays_a_recorded_trace() -> None:
-    t = trace(FIVE)
-    assert execute(t, NO_ENGINES).to_dict() == replay(t, NO_ENGINES).to_dict()
 
 
 def test_result_to_dict_shape() -> None:

@@ -137,6 +137,18 @@ def test_blocked_call_reaches_after_call_as_blocked() -> None:
     assert guard.run.transcript.entries[-1].text.startswith("Error: Blocked")
 
 
+def test_a_call_warned_twice_shows_the_result_a_blank_line_then_the_warnings_one_per_line() -> None:
+    # default: the 3rd identical read warns twice, from loop_guard and from read_tracker
+    guard = Guard(resolve_policy("default"))
+    read = ToolCall.of("read_file", {"path": "a.py"})
+    for _ in range(3):
+        d = call_through(guard, read, ToolResult(text="content"))
+    warnings = [v for v in d.verdicts if v.action == "warn"]
+    assert [v.engine for v in warnings] == ["loop_guard", "read_tracker"]
+    result, _, shown = guard.run.transcript.entries[-1].text.partition("\n\n")
+    assert (result, shown.splitlines()) == ("content", [warnings[0].message, warnings[1].message])
+
+
 def test_clock_never_goes_back_and_advances_on_backoff() -> None:
     clock = Clock(100)
     clock.set(50)

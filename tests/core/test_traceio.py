@@ -102,6 +102,27 @@ def test_unsupported_version(tmp_path: Path) -> None:
     assert err.field == "loopguard" and err.line == 1 and "expected 1" in err.problem
 
 
+@pytest.mark.parametrize("version", ["true", "1.0", "'1'", "0x1"])
+def test_only_the_integer_1_is_version_1(version: str, tmp_path: Path) -> None:
+    # YAML `true` and `1.0` compare equal to 1 in Python; `0x1` is the integer 1 written in hex: accepted
+    text = f"loopguard: {version}\nname: t\nsteps: []\n"
+    if version == "0x1":
+        assert load(write(tmp_path, "v.yaml", text)).version == 1
+        return
+    err = load_error(write(tmp_path, "v.yaml", text))
+    assert (err.field, err.line) == ("loopguard", 1)
+    assert err.problem.startswith("unsupported format version") and "expected 1 (the integer)" in err.problem
+    with pytest.raises(TraceError, match="unsupported format version"):
+        loads(json.dumps({"loopguard": 1.0 if version == "1.0" else True, "name": "t", "steps": []}), fmt="json")
+
+
+@pytest.mark.parametrize("name", ["file::case", "case[1]", "case]", "[case"])
+def test_a_name_that_is_no_usable_test_id_is_rejected(name: str, tmp_path: Path) -> None:
+    err = load_error(write(tmp_path, "n.yaml", f"loopguard: 1\nname: '{name}'\nsteps: []\n"))
+    assert (err.field, err.line) == ("name", 2)
+    assert "cannot contain '::', '[', ']'" in err.problem and repr(name) in err.problem
+
+
 def test_missing_name(tmp_path: Path) -> None:
     err = load_error(write(tmp_path, "noname.yaml", "loopguard: 1\nsteps: []\n"))
     assert err.field == "name" and "missing 'name'" in err.problem

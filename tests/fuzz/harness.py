@@ -64,8 +64,8 @@ def _names_file(message: str, path: Path) -> bool:
 def _library(path: Path) -> tuple[str, str]:
     from pytest_loopguard.errors import LoopguardError
     from pytest_loopguard.expect import check
-    from pytest_loopguard.replay import execute
     from pytest_loopguard.report import mismatch_table, timeline_table
+    from pytest_loopguard.runner import execute
     from pytest_loopguard.traceio import load_file
 
     try:
@@ -94,7 +94,7 @@ def _cli(path: Path) -> tuple[str, str]:
         warnings.simplefilter("ignore")
         status = main(["run", str(path)])
     text = err.getvalue()
-    lines = [line for line in text.splitlines() if line.startswith("error:")]
+    lines = [line for line in text.splitlines() if line.startswith("loopguard: error:")]
     if "Traceback" in text or status not in (0, 1, 2):
         return "cli", f"exit {status}: {text[-300:]}"
     if status == 2 and (not lines or not all(_names_file(line, path) for line in lines)):

@@ -17,7 +17,7 @@ import yaml
 
 from pytest_loopguard import cli
 from pytest_loopguard.importers import import_runs, to_trace
-from pytest_loopguard.replay import execute
+from pytest_loopguard.runner import execute
 from pytest_loopguard.traceio import dumps, loads
 
 REAL = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "real"

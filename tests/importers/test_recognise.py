@@ -57,6 +57,7 @@ def test_run_and_validate_skip_logs_in_folders_with_the_hint(
     shutil.copy(FIXTURES / "otel_export.json", tmp_path / "export.json")
     assert cli.main([command, str(tmp_path)]) == 0
     err = capsys.readouterr().err.splitlines()
-    assert err == [f"skipped: {tmp_path / 'export.json'} looks like an OpenTelemetry export: loopguard import it"]
+    export = tmp_path / "export.json"
+    assert err == [f"loopguard: skipped: {export} looks like an OpenTelemetry export: loopguard import it"]
     assert cli.main([command, str(tmp_path / "export.json")]) == 2  # named on its own, it must be a trace
     assert "missing 'loopguard'" in capsys.readouterr().err

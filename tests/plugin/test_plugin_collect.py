@@ -181,6 +181,21 @@ def test_a_torn_jsonl_line_is_a_pytest_warning_not_a_failure(project: pytest.Pyt
     result.stdout.fnmatch_lines(["*LoopguardWarning*traces/rec.jsonl:3: torn last line ignored*"])
 
 
+@pytest.mark.parametrize("flag", ["error", "error::pytest_loopguard.errors.LoopguardWarning"])
+def test_with_warnings_as_errors_a_torn_line_fails_its_trace_in_one_line(flag: str, project: pytest.Pytester) -> None:
+    write(
+        project,
+        "traces/rec.jsonl",
+        '{"loopguard": 1, "name": "recorded", "policy": "default"}\n{"tool": "a"}\n{"tool": "b", "res',
+    )
+    result = project.runpytest("-W", flag)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["traces/rec.jsonl: trace recorded: warning treated as an error: "
+                                 "*traces/rec.jsonl:3: torn last line ignored*"])
+    assert "Traceback" not in result.stdout.str() and "def from_call" not in result.stdout.str()
+    assert len(result.stdout.lines) < 20
+
+
 def test_an_unusable_loopguard_policy_is_a_usage_error(project: pytest.Pytester) -> None:
     # Checked once at configure time, so a typo does not turn every trace into the same failure.
     write(project, "traces/a.yaml", "loopguard: 1\nname: a\nsteps: [{tool: a}]\n")

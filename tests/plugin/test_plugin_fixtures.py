@@ -161,3 +161,35 @@ def test_every_fixture_is_listed(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--fixtures")
     for name in ("loopguard", "trace_builder", "fake_llm", "fake_browser", "fake_files", "agent_loop"):
         result.stdout.fnmatch_lines([f"{name} -- *"])
+
+
+def test_a_failing_assert_ok_shows_the_callers_line_and_the_table_only(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(test_fails="""
+        def test_clicks(trace_builder, loopguard):
+            trace = trace_builder.tool("browser_click", index=3).repeat(4).build(name="t", strict=True)
+            result = loopguard.replay(trace)
+            loopguard.assert_ok(result)
+    """)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([">*loopguard.assert_ok(result)", "E*AssertionError: trace t under default: *"])
+    text = result.stdout.str()
+    assert "fixtures.py" not in text  # the library frame is hidden ...
+    assert "ReplayResult(" not in text  # ... and with it the repr of the whole result
+    assert "loop_guard.consecutive_block" in text
+
+
+def test_tool_arguments_may_be_named_like_the_builders_own_parameters() -> None:
+    from pytest_loopguard.fixtures import TraceBuilder
+
+    trace = (TraceBuilder()
+             .tool("create_file", name="a.txt", result="x")  # `name`, `result`: tool arguments, by keyword
+             .tool("create_file", "created", name="b.txt")  # the result text, positionally
+             .tool("schedule", args={"expect": "soon", "t": 5, "args": []}, expect="allow", t=1000)
+             .build(name="named"))
+    calls = [s.call for s in trace.steps if s.call is not None]
+    assert [c.args for c in calls] == [{"name": "a.txt", "result": "x"}, {"name": "b.txt"},
+                                       {"expect": "soon", "t": 5, "args": []}]
+    assert trace.steps[1].result is not None and trace.steps[1].result.text == "created"
+    assert trace.steps[2].expect is not None and trace.steps[2].t == 1000

@@ -72,6 +72,21 @@ def test_the_policy_option_accepts_a_policy_file(project: pytest.Pytester) -> No
     result.stdout.fnmatch_lines([">*0*browser_click*allow (strict)*warn*loop_guard.consecutive_warning*"])
 
 
+def test_the_policy_option_accepts_an_inline_mapping(project: pytest.Pytester) -> None:
+    # the form docs/trace-format.md shows for `policy:`, given on the command line
+    result = project.runpytest("--loopguard-policy", "{preset: spacebot, loop_guard: {warn_at: 3}}", "-v")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*policy: {'preset': 'spacebot', 'loop_guard': {'warn_at': 3}}*",
+                                 "*trace clicks under spacebot+overrides: *",
+                                 ">*2*browser_click*warn*block*loop_guard.consecutive_warning*"])
+
+
+def test_a_broken_inline_policy_is_a_usage_error(project: pytest.Pytester) -> None:
+    result = project.runpytest("--loopguard-policy", "{preset: spacebot")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --loopguard-policy: policy: an inline policy is YAML*"])
+
+
 MARKER_TESTS = """\
 import pytest
 

@@ -172,6 +172,13 @@ REPEATS = lgst.build_trace(
     context={"window_tokens": WINDOW},
 )
 
+# under default the 3rd identical read is warned twice (loop_guard and read_tracker): both warnings reach the agent
+REREADS = lgst.build_trace(
+    [Message("user", "Fix the bug"),
+     *[(ToolCall.of("read_file", {"path": "a.py"}), ToolResult(text="def f(): ...", tokens=40)) for _ in range(3)]],
+    context={"window_tokens": WINDOW},
+)
+
 
 def drive(trace: Trace, preset: str | dict[str, Any]) -> tuple[Guard, list[tuple[str, str, str | None]]]:
     """Run the trace's events through a Guard as an agent does, and list the messages the run produced:
@@ -221,6 +228,7 @@ def drive(trace: Trace, preset: str | dict[str, Any]) -> tuple[Guard, list[tuple
 
 @given(sessions(max_result_tokens=WINDOW // 2), st.sampled_from(CONTEXT_PRESETS) | st.just(TOUCHY))
 @example(REPEATS, TOUCHY)
+@example(REREADS, "default")
 def test_transcript_is_the_sequence_of_events(trace: Trace, preset: str | dict[str, Any]) -> None:
     note(dumps(trace))
     guard, produced = drive(trace, preset)

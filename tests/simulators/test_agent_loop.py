@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
+from loopguard_simulators import AgentLoop, FakeBrowser, FakeFiles, FakeLLM, ModelReply, PingPong, Toolbox
+from loopguard_simulators.toolbox import TodoStore
 from pytest_loopguard.conversation import PromptView
 from pytest_loopguard.hookspecs import hookimpl
 from pytest_loopguard.model import ReplayResult, ToolCall, Trace, Verdict
 from pytest_loopguard.replay import replay
 from pytest_loopguard.runtime import Clock
 from pytest_loopguard.traceio import dumps, loads
-from simulators import AgentLoop, FakeBrowser, FakeFiles, FakeLLM, ModelReply, PingPong, Toolbox
-from simulators.toolbox import TodoStore
 
 SHOP = "https://shop.example"
 PAGES = {SHOP: {"title": "Shop", "snapshot_chars": 2000, "elements": [{"index": 4, "name": "Add to cart"}]}}
@@ -90,7 +90,7 @@ class Spy:
 def poll_loop(policy: Any = "spacebot", seed: int = 0, plugins: tuple[object, ...] = (), **kw: Any) -> AgentLoop:
     pages = {SHOP: {**PAGES[SHOP], "ready_after": 5}}
     return AgentLoop(
-        FakeLLM(behaviour=__import__("simulators").Poller(target=4, url=SHOP)),
+        FakeLLM(behaviour=__import__("loopguard_simulators").Poller(target=4, url=SHOP)),
         Toolbox(browser=FakeBrowser(pages, seed=seed)),
         policy,
         prompt="Add the lamp to the cart.",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from loopguard_simulators import FakeBrowser
+from loopguard_simulators.browser import parse_pages
 from pytest_loopguard.errors import ScenarioError
 from pytest_loopguard.model import ToolCall
-from simulators import FakeBrowser
-from simulators.browser import parse_pages
 
 SHOP = "https://shop.example/lamps"
 LAMP = "https://shop.example/lamps/brass"

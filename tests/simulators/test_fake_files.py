@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from loopguard_simulators import FakeFiles
 from pytest_loopguard.model import ToolCall
 from pytest_loopguard.runtime import Clock
-from simulators import FakeFiles
 
 TEXT = "".join(f"line {n}\n" for n in range(1, 11))
 

@@ -7,10 +7,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from loopguard_simulators import AgentLoop, FakeBrowser, FakeFiles, FakeLLM, Toolbox
 from pytest_loopguard.policy import preset_names
 from pytest_loopguard.replay import replay
 from pytest_loopguard.traceio import dumps, loads
-from simulators import AgentLoop, FakeBrowser, FakeFiles, FakeLLM, Toolbox
 
 SHOP = "https://shop.example"
 LAMP = "https://shop.example/lamp"

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from loopguard_simulators import simulate
 from pytest_loopguard.errors import ScenarioError, TraceError
 from pytest_loopguard.expect import check
 from pytest_loopguard.model import ReplayResult, Verdict
-from pytest_loopguard.replay import execute, replay
+from pytest_loopguard.replay import replay
 from pytest_loopguard.traceio import dumps, load, loads
-from simulators import simulate
 
 CORPUS = Path(__file__).resolve().parents[2] / "traces" / "scenarios"
 SCENARIOS = sorted(CORPUS.glob("*.yaml"))
@@ -54,13 +54,6 @@ def test_scenario_meets_its_expectations_and_its_recording_replays_the_same(path
     assert (again.outcome, again.stopped_at, again.stopped_by) == (sim.result.outcome, sim.result.stopped_at,
                                                                   sim.result.stopped_by)
     assert check(again) == []
-
-
-def test_execute_runs_a_scenario_through_the_simulators() -> None:
-    path = CORPUS / "overflow-claw-code.yaml"
-    result = execute(load(path))
-    assert result.trace.mode == "replay" and result.trace.name == "scenario-overflow-claw-code"
-    assert result.outcome == "completed"
 
 
 def test_a_policy_argument_overrides_the_scenarios_own() -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from loopguard_simulators import simulate
+from loopguard_simulators.scenario import build
 from pytest_loopguard.errors import ScenarioError
 from pytest_loopguard.limits import MAX_GENERATED_CHARS, MAX_SCENARIO_COUNT, MAX_SETTING, MAX_TURNS
 from pytest_loopguard.traceio import loads
-from simulators import simulate
-from simulators.scenario import build
 
 SCENARIO = """\
 loopguard: 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import simulators
+import loopguard_simulators as simulators
 
 
 def test_public_names() -> None:
@@ -20,7 +20,7 @@ def test_public_names() -> None:
 
 def test_simulating_a_scenario_does_not_import_pytest() -> None:
     code = (
-        "import sys, pathlib, simulators, pytest_loopguard as lg\n"
+        "import sys, pathlib, loopguard_simulators as simulators, pytest_loopguard as lg\n"
         "sim = simulators.simulate(lg.load(pathlib.Path('traces/scenarios/poll-spacebot-dedup.yaml')))\n"
         "assert sim.result.outcome == 'completed'\n"
         "print('pytest' in sys.modules, '_pytest' in sys.modules)\n"

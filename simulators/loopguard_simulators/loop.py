@@ -198,7 +198,7 @@ class AgentLoop:
                 run.outcome = "completed"
 
     def _recorded(self, run: _Run) -> Trace:
-        source: dict[str, Any] = {"kind": "simulated", "agent": "simulators.AgentLoop"}
+        source: dict[str, Any] = {"kind": "simulated", "agent": "loopguard_simulators.AgentLoop"}
         if self.origin:
             source["origin"] = self.origin
         policy = self.recorded_policy
