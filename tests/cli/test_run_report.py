@@ -10,12 +10,8 @@ import pytest
 
 from pytest_loopguard import cli
 from pytest_loopguard.engines import registry
+from pytest_loopguard.runner import execute
 from pytest_loopguard.traceio import load_file
-
-try:  # scenarios run through the runner once it exists (issue 10, item 1 moves `execute` there)
-    from pytest_loopguard.runner import execute
-except ImportError:
-    from pytest_loopguard.replay import execute
 
 ROOT = Path(__file__).resolve().parents[2]
 READS = ROOT / "traces" / "read_tracker"

@@ -14,12 +14,8 @@ import pytest
 
 from pytest_loopguard.engines import ENGINE_ORDER, registry
 from pytest_loopguard.expect import check
+from pytest_loopguard.runner import execute
 from pytest_loopguard.traceio import validate_paths
-
-try:  # scenarios run through the runner once it exists (issue 10, item 1 moves `execute` there)
-    from pytest_loopguard.runner import execute
-except ImportError:
-    from pytest_loopguard.replay import execute
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 # budget builds its codes from the budget's name: `_verdict("warn", "failure_streak", ...)` is budget.failure_streak.

@@ -15,12 +15,8 @@ from pytest_loopguard.expect import check
 from pytest_loopguard.replay import policy_for
 from pytest_loopguard.report_doc import report_document, report_entry, report_format, write_report
 from pytest_loopguard.report_md import strip
+from pytest_loopguard.runner import execute
 from pytest_loopguard.traceio import load_file
-
-try:  # scenarios run through the runner once it exists (issue 10, item 1 moves `execute` there)
-    from pytest_loopguard.runner import execute
-except ImportError:
-    from pytest_loopguard.replay import execute
 
 pytest_plugins = ["pytester"]
 
