@@ -18,6 +18,7 @@ from typing import Any, Final, final
 
 from tabulate import tabulate
 
+from .console import progress
 from .model import LLMCall, Message, Step, StepResult, Task, ToolCall, ToolResult, Trace
 from .policy import Policy
 from .replay import replay
@@ -158,7 +159,7 @@ def _measure(policies: Sequence[Policy], events: int, seed: int, folder: Path | 
     rng = random.Random(seed)
     pool: list[Trace] = []
     rows: list[BenchRow] = []
-    for policy in policies:
+    for policy in progress(policies, "bench", min_items=1):  # each preset takes a while: a bar from the first
         reached = interventions = used = 0
         elapsed = 0.0
         while reached < events:

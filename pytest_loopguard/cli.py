@@ -7,6 +7,8 @@
     loopguard presets [NAMES...] [--json]                  presets' settings side by side
     loopguard matrix PATHS --policies a,b [--json]         first intervention per trace and policy
     loopguard simulate FILE [-o OUT] [--policy P] [--json] run a scenario and record its trace
+    loopguard diff PATHS --before P --after Q [--json|--markdown]  interventions that moved between two policies
+    loopguard schema [-o OUT]                              the trace format's JSON Schema
     loopguard import SRC... -o OUT [--from F]              agent logs -> one trace per run (docs/import.md)
     loopguard bench [--events N] [--repeat R] [--stream N] [--corpus N] [--json]   speed, side by side
     loopguard eval PATHS [--labels F] [--policy P...]      score policies on labelled real runs (eval_cmd)
@@ -30,7 +32,8 @@ from typing import Any, NoReturn, TextIO
 
 from tabulate import tabulate
 
-from . import __version__, import_cmd
+from . import __version__, diff_cmd, import_cmd
+from .console import emit, fit_table, progress
 from .engines import ENGINE_ORDER, registry
 from .errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
 from .expect import Mismatch, check
@@ -56,7 +59,7 @@ SETTING_WIDTH = 28  # long lists (marker words, tool names) are cut so presets f
 
 # ---- output helpers --------------------------------------------------------------------------------
 def _out(text: str = "") -> None:
-    print(text, file=sys.stdout)
+    emit(text, sys.stdout)  # coloured on a terminal with rich, plain otherwise
 
 
 def _err(text: str) -> None:
@@ -169,8 +172,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     results: list[tuple[ReplayResult, list[Mismatch]]] = []
     errors: list[LoopguardError] = []
     skipped: list[NotATraceError] = []
+    paths = args.paths or trace_paths(Path.cwd())
+    timelines = bool(args.coverage or args.report)  # coverage and reports read every step's verdicts
     with _trace_warnings():  # each file is replayed as it is read (JSONL streamed): memory stays flat
-        for item in run_paths(args.paths or trace_paths(Path.cwd()), policy, skipped=skipped):
+        for item in progress(run_paths(paths, policy, skipped=skipped, stream=not timelines), "replaying"):
             if isinstance(item, LoopguardError):
                 errors.append(item)
             else:
@@ -191,6 +196,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         failed = sum(1 for _, m in results if m)
         _out()
         _out(f"loopguard: {len(results)} traces replayed, {failed} mismatched")
+    if args.coverage or args.report:
+        from .run_report import run_report  # report and coverage rendering stay off the plain run's path
+
+        run_report(args, results, policy)
     _report_errors(errors)
     if errors:
         return EXIT_BAD_INPUT
@@ -200,6 +209,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_replay(args: argparse.Namespace) -> int:
     trace = _load_one(args.file)
     result = execute(trace, args.policy)
+    if args.html:
+        from .run_report import replay_html
+
+        replay_html(args.html, result, args.policy)
     if args.json:
         _json(result.to_dict())
         return EXIT_OK
@@ -247,8 +260,7 @@ def presets_table(policies: Sequence[Policy]) -> str:
             rows.append(row)
     # Engines classify calls by the policy's tool table, so its size differs between presets too.
     rows.append(["tools (rules)", *(str(len(p.tools)) for p in policies)])
-    return tabulate(rows, headers=["setting", *(p.name for p in policies)], tablefmt="simple",
-                    disable_numparse=True)
+    return fit_table(rows, ["setting", *(p.name for p in policies)])
 
 
 def _cmd_presets(args: argparse.Namespace) -> int:
@@ -268,7 +280,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     policies = [resolve_policy(n) for n in names]
     traces, errors = _validate(args.paths)
     table: list[tuple[Trace, list[ReplayResult]]] = []
-    for trace in traces:
+    for trace in progress(traces, "replaying"):
         try:
             table.append((trace, [execute(trace, p) for p in policies]))
         except LoopguardError as exc:
@@ -294,7 +306,7 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
         ])
     else:
         rows = [[trace.name, *(_first_intervention(r) for r in results)] for trace, results in table]
-        _out(tabulate(rows, headers=["trace", *names], tablefmt="simple", disable_numparse=True))
+        _out(fit_table(rows, ["trace", *names]))
     _report_errors(errors)
     return EXIT_BAD_INPUT if errors else EXIT_OK
 
@@ -345,6 +357,23 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_diff(args: argparse.Namespace) -> int:
+    status, errors = diff_cmd.run(args, _validate, execute, _out)
+    _report_errors(errors)
+    return EXIT_BAD_INPUT if errors else status  # a bad input wins over "moved", as in `run`
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from .schema import schema_text
+
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(schema_text())
+    else:
+        sys.stdout.write(schema_text())
+    return EXIT_OK
+
+
 def _cmd_import(args: argparse.Namespace) -> int:
     return import_cmd.run(args)
 
@@ -386,12 +415,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", type=_policy_type,
                    help="replay every trace under this preset, policy file or inline {mapping} instead of its own")
     p.add_argument("--json", action="store_true", help="print a JSON list, one entry per trace")
+    p.add_argument("--coverage", action="store_true", help="print rule coverage (reason codes no trace triggers)")
+    p.add_argument("--report", metavar="PATH", help="write a report file: .json, .md or .html")
 
     p = add("replay", _cmd_replay, "print one trace's verdict timeline")
     p.add_argument("file", metavar="FILE", help="a trace file; FILE::NAME picks one trace of several")
     p.add_argument("--policy", type=_policy_type,
                    help="a preset, policy file or inline {mapping} (default: the trace's own)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument("--html", metavar="OUT", help="also write the timeline as a self-contained HTML page to OUT")
 
     p = add("validate", _cmd_validate, "load every trace file under PATHS and report every bad one")
     p.add_argument("paths", nargs="+", metavar="PATHS")
@@ -411,6 +443,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", type=_policy_type,
                    help="a preset, policy file or inline {mapping} (default: the scenario's own)")
     p.add_argument("--json", action="store_true")
+
+    p = add("diff", _cmd_diff,
+            "replay traces under two policies and show interventions that moved (exit 1 when any did)")
+    diff_cmd.add_arguments(p)
+
+    p = add("schema", _cmd_schema, "print the JSON Schema of the trace format (for editors and validators)")
+    p.add_argument("-o", "--output", metavar="OUT", help="write it to OUT instead")
 
     p = add("import", _cmd_import, "convert agent logs (SWE-agent, mini-swe-agent, OpenHands ...) into traces")
     import_cmd.add_arguments(p)

@@ -17,8 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tabulate import tabulate
-
+from .console import fit_table, progress
 from .errors import LoopguardError, TraceError
 from .importers import ImportedRun, Importer, Source, available, detect, get, to_trace, trace_name
 from .limits import MAX_FILE_BYTES, MAX_LOG_BYTES, MAX_STRING
@@ -133,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     used: set[str] = set()
     failed = 0
     seen: set[str] = set()
-    for source in _sources(args.sources, pool, out):
+    for source in progress(_sources(args.sources, pool, out), "importing"):  # lazily: a log is read when its turn comes
         if isinstance(source, TraceError):
             print(f"loopguard: error: {source}", file=sys.stderr)
             failed += 1
@@ -189,8 +188,7 @@ def run(args: argparse.Namespace) -> int:
             rows.append([name, imp.name, c["calls"], c["failed"], c["rejected"], _messages(c), _unmapped(r)])
             notes += [f"{name}: warning: {w}" for w in r.warnings]
     if rows:
-        print(tabulate(rows, headers=["trace", "from", "calls", "failed", "rejected", "messages", "unmapped"],
-                       tablefmt="simple", disable_numparse=True))
+        print(fit_table(rows, ["trace", "from", "calls", "failed", "rejected", "messages", "unmapped"]))
     for note in notes:
         print(note)
     secrets = f", {redactor.count} distinct secrets redacted" if redactor is not None else ", not redacted"

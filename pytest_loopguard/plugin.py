@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from . import fixtures, sim_fixtures
+from .coverage import coverage_table, rule_coverage
 from .engines import registry
 from .errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
 from .expect import Mismatch, check
@@ -32,7 +33,9 @@ from .importers.recognise import skip_note
 from .model import ReplayResult, Trace
 from .policy import resolve_policy
 from .policy_option import parse_policy_option
-from .report import json_entry, mismatch_table, outcome_line, shorten, status, write_json_report
+from .replay import policy_for
+from .report import mismatch_table, outcome_line, shorten, status
+from .report_doc import report_entry, report_format, write_report
 from .runner import execute, load_file
 from .traceio import SUFFIXES, dumps
 
@@ -64,6 +67,9 @@ class LoopguardSession:
     update: bool
     trace_roots: tuple[Path, ...]
     worker: bool
+    coverage: bool = False
+    meta: dict[str, Any] = dataclasses.field(default_factory=dict)
+    report_error: str = ""
     entries: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     requests: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # --loopguard-update's, per trace
     updated: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # file -> what changed in it
@@ -95,12 +101,19 @@ class LoopguardSession:
         if self.worker:
             return
         if self.report_path is not None:
-            write_json_report(self.report_path, self.entries)
+            try:
+                write_report(self.report_path, self.entries, self.meta)
+            except OSError as exc:  # e.g. a folder of that name: one line in the summary, not a traceback
+                self.report_error = f"cannot write {self.report_path}: {exc.strerror}"
+                self.report_path = None
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED  # CI asked for a report and has none
         self.updated, self.update_errors = apply_update_requests(self.requests)
         if self.update_errors:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.report_error:
+            terminalreporter.write_line(f"loopguard: report not written: {self.report_error}", red=True)
         for line in self.not_traces:
             terminalreporter.write_line(line)
         if not self.entries:
@@ -121,6 +134,8 @@ class LoopguardSession:
                                         "(--loopguard-update drops them):")
             for line in sorted(self.unchecked):
                 terminalreporter.write_line(f"  {line}")
+        if self.coverage:
+            terminalreporter.write_line(coverage_table(rule_coverage(self.entries)))
         if self.report_path is not None:
             terminalreporter.write_line(f"loopguard: report written to {self.report_path}")
 
@@ -150,7 +165,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="loopguard_report",
         default=None,
         metavar="PATH",
-        help="write a JSON list of per-trace results (outcome, counts, passed) to PATH",
+        help="write a report of every trace (timeline, mismatches, rule coverage) to PATH: .json, .md or .html",
+    )
+    group.addoption(
+        "--loopguard-coverage",
+        dest="loopguard_coverage",
+        action="store_true",
+        default=False,
+        help="print rule coverage: per reason code of the active engines, how many traces triggered it",
     )
     group.addoption(
         "--loopguard-update",
@@ -171,7 +193,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     # Import the built-in engines now: the registry caches their classes, and a module imported later (inside
     # a pytester run, which restores sys.modules afterwards) would lose the globals its settings' hints need.
-    registry()
+    try:
+        registry()
+    except LoopguardError as exc:  # an installed engine plugin that does not load
+        raise pytest.UsageError(str(exc)) from None
     policy_text: str | None = config.getoption("loopguard_policy", None)
     try:
         policy = parse_policy_option(policy_text) if policy_text is not None else None
@@ -197,6 +222,11 @@ def pytest_configure(config: pytest.Config) -> None:
         except PolicyError as exc:
             raise pytest.UsageError(f"{option}: {exc}") from None
     report: str | None = config.getoption("loopguard_report", None)
+    if report:
+        try:
+            report_format(report)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--loopguard-report: {exc}") from None
     roots = tuple((config.rootpath / p).resolve() for p in config.getini("loopguard_paths"))
     state = LoopguardSession(
         policy=policy,
@@ -205,6 +235,8 @@ def pytest_configure(config: pytest.Config) -> None:
         update=update,
         trace_roots=roots,
         worker=hasattr(config, "workerinput"),
+        coverage=bool(config.getoption("loopguard_coverage", False)),
+        meta={"command": "pytest", "policy": policy, "matrix": list(matrix), "rootdir": str(config.rootpath)},
     )
     config.stash[session_key] = state
     config.pluginmanager.register(state, "loopguard-session")
@@ -314,13 +346,14 @@ class TraceItem(pytest.Item):
         state = self.config.stash[session_key]
         result = execute(self.trace, self.policy)
         mismatches = check(result)
-        entry = json_entry(result, mismatches)
+        engines = policy_for(self.trace, self.policy)[0].engines
+        entry = report_entry(result, mismatches, engines)
         entry["file"] = _display_path(self.path, self.config.rootpath)
         unchecked = unchecked_expectations(self.trace, result)
         if state.update and (mismatches or unchecked or not has_expectations(self.trace)):
             self._update(result)
             mismatches = []
-            entry["passed"] = True
+            entry = {**report_entry(result, mismatches, engines), "file": entry["file"]}
         elif unchecked:
             shown = f"{entry['file']}: {self.trace.name}: {SCENARIO_STEP_EXPECTS}"
             self.user_properties.append((UNCHECKED_KEY, [f"{shown} {i} (the run recorded {len(result.trace.steps)} "

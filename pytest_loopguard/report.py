@@ -5,13 +5,10 @@ pytest-free: the plugin and the `loopguard` command both render through this mod
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any, Final
 
-from tabulate import tabulate
-
+from .console import fit_table
 from .expect import Mismatch, describe_expect
 from .model import SEVERITY, ReplayResult, Step, StepResult, Verdict
 
@@ -24,7 +21,6 @@ __all__ = [
     "status",
     "summary_table",
     "timeline_table",
-    "write_json_report",
 ]
 
 # The actions a summary row counts, in severity order; `allow` is the uninteresting rest.
@@ -95,7 +91,7 @@ def mismatch_table(result: ReplayResult, mismatches: list[Mismatch], context: in
     lines: list[str] = []
     if rows:
         headers = ["", "step", "call", "expected", "got", "engine", "reason", "message"]
-        lines.append(tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True))
+        lines.append(fit_table(rows, headers))
     lines.extend(str(m) for m in mismatches if m.step is None)
     return "\n".join(lines)
 
@@ -106,12 +102,7 @@ def timeline_table(result: ReplayResult) -> str:
     for step, got in zip(result.trace.steps, result.steps, strict=True):
         engine, reason, message = _verdict_cells(got)
         rows.append([str(got.index), step.label(CALL_WIDTH), got.action, engine, reason, message])
-    table = tabulate(
-        rows,
-        headers=["step", "call", "action", "engine", "reason", "message"],
-        tablefmt="simple",
-        disable_numparse=True,
-    )
+    table = fit_table(rows, ["step", "call", "action", "engine", "reason", "message"])
     return f"{table}\n{outcome_line(result)}"
 
 
@@ -146,7 +137,7 @@ def summary_table(results: list[tuple[ReplayResult, list[Mismatch]]]) -> str:
             ]
         )
     headers = ["trace", "file", "policy", "outcome", *SUMMARY_ACTIONS, "status"]
-    return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+    return fit_table(rows, headers, droppable=SUMMARY_ACTIONS)
 
 
 def json_entry(result: ReplayResult, mismatches: Sequence[Mismatch]) -> dict[str, Any]:
@@ -161,11 +152,3 @@ def json_entry(result: ReplayResult, mismatches: Sequence[Mismatch]) -> dict[str
         "counts": result.counts(),
         "passed": not mismatches,
     }
-
-
-def write_json_report(path: str | Path, entries: Iterable[dict[str, Any]]) -> None:
-    """Write the entries as a JSON list, sorted by file and trace so runs (and xdist workers) compare equal."""
-    ordered = sorted(entries, key=lambda e: (str(e.get("file") or ""), str(e.get("trace"))))
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(ordered, indent=2, sort_keys=False) + "\n", encoding="utf-8")

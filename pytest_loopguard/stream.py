@@ -189,12 +189,17 @@ def replay_jsonl(path: str | Path, policy: Policy | str | None = None) -> Stream
 
 
 def run_paths(
-    paths: Sequence[str | Path], policy: Policy | None = None, *, skipped: list[NotATraceError] | None = None
+    paths: Sequence[str | Path],
+    policy: Policy | None = None,
+    *,
+    skipped: list[NotATraceError] | None = None,
+    stream: bool = True,
 ) -> Iterator[tuple[ReplayResult, list[Mismatch]] | LoopguardError]:
     """Each trace under `paths` replayed (or simulated) and checked as its file is read, in file order:
     JSONL files are streamed; a bad file, a duplicate name or a scenario the simulators reject is
     yielded as its error, and the rest goes on. As `validate_paths` does, a file in a folder that is not
-    a trace at all is skipped (appended to `skipped` when given), and a file named in `paths` must be one."""
+    a trace at all is skipped (appended to `skipped` when given), and a file named in `paths` must be one.
+    `stream=False` loads JSONL files too, for callers that need every step's result (coverage, reports)."""
     seen: dict[str, str] = {}
     for raw in paths:
         in_folder = Path(raw).is_dir()
@@ -203,7 +208,7 @@ def run_paths(
                 yield TraceError("no such file or folder", file=str(f))
                 continue
             try:
-                streamed = replay_jsonl(f, policy) if f.suffix.lower() == ".jsonl" else None
+                streamed = replay_jsonl(f, policy) if stream and f.suffix.lower() == ".jsonl" else None
                 loaded = [streamed.result.trace] if streamed is not None else load_file(f)
             except NotATraceError as exc:
                 if not in_folder:

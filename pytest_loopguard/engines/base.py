@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from ..runcontext import RunContext
 
-__all__ = ["Engine", "EngineSettings", "SettingError", "at_least", "register_engine", "registry"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Engine",
+    "EngineSettings",
+    "SettingError",
+    "at_least",
+    "load_engine_plugins",
+    "register_engine",
+    "registry",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +46,13 @@ def at_least(settings: object, minimum: int, *names: str) -> None:
 class Engine:
     """Base of the engines: one instance per run, holding that run's state only.
 
-    Subclasses set `name` and `Settings` and implement hooks from `hookspecs` with `@hookimpl`.
+    Subclasses set `name`, `Settings` and `REASONS` and implement hooks from `hookspecs` with `@hookimpl`.
     """
 
     name: ClassVar[str] = ""
     Settings: ClassVar[type[Any]] = EngineSettings
+    # The reason codes the engine's verdicts can carry, each `name.code`; rule coverage reports on them.
+    REASONS: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, settings: Any, run: RunContext) -> None:
         self.settings = settings
@@ -58,6 +69,8 @@ _BUILTIN_MODULES = {
     "context": "context",
 }
 _REGISTRY: dict[str, type[Engine]] = {}
+ENTRY_POINT_GROUP = "loopguard.engines"
+_plugins_loaded = False
 
 
 def register_engine(cls: type[Engine]) -> type[Engine]:
@@ -69,9 +82,42 @@ def register_engine(cls: type[Engine]) -> type[Engine]:
 
 
 def registry() -> dict[str, type[Engine]]:
-    """Every known engine class by name: the built-ins (imported on first use) and registered ones."""
+    """Every known engine class by name: the built-ins, installed plugins' and registered ones (loaded once)."""
+    global _plugins_loaded
     for name, module in _BUILTIN_MODULES.items():
         if name not in _REGISTRY:
             mod = importlib.import_module(f"{__package__}.{module}")
             register_engine(mod.ENGINE)
+    if not _plugins_loaded:
+        _plugins_loaded = True  # set first: a plugin that fails is reported once, not on every lookup
+        for cls in load_engine_plugins():
+            register_engine(cls)
     return dict(_REGISTRY)
+
+
+def load_engine_plugins() -> list[type[Engine]]:
+    """The engine classes installed packages declare in the `loopguard.engines` entry-point group.
+
+    An entry point names an Engine subclass (`pkg.module:MyEngine`) or a module with an `ENGINE`, like the
+    built-ins; its name must be the engine's `name` (the one policies use) and may not be a built-in's.
+    """
+    from importlib.metadata import entry_points
+
+    from ..errors import LoopguardError
+
+    found: list[type[Engine]] = []
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        where = f"engine plugin {ep.name!r} ({ep.value}, entry point group {ENTRY_POINT_GROUP})"
+        try:
+            target = ep.load()
+        except Exception as exc:  # any import error of third-party code: say which plugin, not a traceback
+            raise LoopguardError(f"{where}: cannot load: {type(exc).__name__}: {exc}") from None
+        cls = getattr(target, "ENGINE", target)
+        if not (isinstance(cls, type) and issubclass(cls, Engine)):
+            raise LoopguardError(f"{where}: expected an Engine subclass or a module with ENGINE, got {cls!r}")
+        if ep.name in _BUILTIN_MODULES:
+            raise LoopguardError(f"{where}: {ep.name!r} is a built-in engine; pick another name")
+        if cls.name != ep.name:
+            raise LoopguardError(f"{where}: the class is named {cls.name!r}; name the entry point after it")
+        found.append(cls)
+    return found

@@ -117,6 +117,18 @@ BudgetSettings = Settings  # the class attribute `Settings` below shadows the na
 class Budget(Engine):
     name = "budget"
     Settings = Settings
+    # Every reason code this engine's verdicts carry (rule coverage lists the ones no trace exercises).
+    REASONS = (
+        "budget.max_tool_calls",
+        "budget.max_wall_ms",
+        "budget.observation_streak",
+        "budget.consecutive_same_tool",
+        "budget.same_url_navigations",
+        "budget.domain_not_allowed",
+        "budget.failure_streak",
+        "budget.checkpoint",
+        "budget.near",
+    )
 
     def __init__(self, settings: BudgetSettings, run: RunContext) -> None:
         task = run.task

@@ -201,6 +201,16 @@ class Context(Engine):
 
     name = "context"
     Settings = Settings
+    # Every reason code this engine's verdicts carry (rule coverage lists the ones no trace exercises).
+    REASONS = (
+        "context.max_turns",
+        "context.compact",
+        "context.overflow",
+        "context.overflow_exhausted",
+        "context.transient",
+        "context.transient_exhausted",
+        "context.unrecoverable",
+    )
 
     def __init__(self, settings: ContextSettings, run: RunContext) -> None:
         super().__init__(settings, run)

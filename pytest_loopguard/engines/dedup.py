@@ -45,6 +45,10 @@ class Dedup(Engine):
 
     name = "dedup"
     Settings = Settings
+    # Every reason code this engine's verdicts carry (rule coverage lists the ones no trace exercises).
+    REASONS = (
+        "dedup.superseded",
+    )
 
     def __init__(self, settings: DedupSettings, run: RunContext) -> None:
         super().__init__(settings, run)

@@ -117,6 +117,20 @@ class FailureTracker(Engine):
 
     name = NAME
     Settings = Settings
+    # Every reason code this engine's verdicts carry (rule coverage lists the ones no trace exercises).
+    REASONS = (
+        "failure_tracker.exact_failure",
+        "failure_tracker.same_tool_failure",
+        "failure_tracker.no_progress",
+        "failure_tracker.max_failures",
+        "failure_tracker.force_done",
+        "failure_tracker.action_loop",
+        "failure_tracker.repetition",
+        "failure_tracker.max_steps",
+        "failure_tracker.failed_turns",
+        "failure_tracker.failing_key",
+        "failure_tracker.rejected_streak",
+    )
 
     def __init__(self, settings: _Settings, run: RunContext) -> None:
         super().__init__(settings, run)

@@ -90,6 +90,16 @@ class LoopGuard(Engine):
 
     name = NAME
     Settings = Settings
+    # Every reason code this engine's verdicts carry (rule coverage lists the ones no trace exercises).
+    REASONS = (
+        "loop_guard.consecutive_warning",
+        "loop_guard.consecutive_block",
+        "loop_guard.ping_pong_warning",
+        "loop_guard.ping_pong",
+        "loop_guard.identical_outcome",
+        "loop_guard.warnings_exhausted",
+        "loop_guard.consecutive_stop",
+    )
 
     def __init__(self, settings: LoopGuardSettings, run: RunContext) -> None:
         super().__init__(settings, run)

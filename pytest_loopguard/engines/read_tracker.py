@@ -75,6 +75,16 @@ ReadTrackerSettings = Settings  # the class attribute `Settings` below shadows t
 class ReadTracker(Engine):
     name = "read_tracker"
     Settings = Settings
+    # Every reason code this engine's verdicts carry (rule coverage lists the ones no trace exercises).
+    REASONS = (
+        "read_tracker.repeat_warning",
+        "read_tracker.repeat_block",
+        "read_tracker.unchanged",
+        "read_tracker.exact_reread",
+        "read_tracker.file_reads",
+        "read_tracker.file_reads_block",
+        "read_tracker.file_reverts",
+    )
 
     def __init__(self, settings: ReadTrackerSettings, run: RunContext) -> None:
         super().__init__(settings, run)

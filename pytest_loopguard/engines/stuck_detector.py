@@ -584,6 +584,19 @@ class StuckDetector(Engine):
 
     name = NAME
     Settings = Settings
+    # Every reason code this engine's verdicts carry (rule coverage lists the ones no trace exercises).
+    REASONS = (
+        "stuck_detector.repeating_action_observation",
+        "stuck_detector.repeating_action_error",
+        "stuck_detector.monologue",
+        "stuck_detector.repeating_action_observation_pattern",
+        "stuck_detector.context_window_error",
+        "stuck_detector.action_error_nudge",
+        "stuck_detector.alternating_action_observation",
+        "stuck_detector.tool_loop",
+        "stuck_detector.content_loop",
+        "stuck_detector.turn_cut",
+    )
 
     def __init__(self, settings: StuckSettings, run: RunContext) -> None:
         super().__init__(settings, run)

@@ -1,8 +1,13 @@
-"""`--loopguard-report` and the terminal summary, with and without xdist (the controller aggregates)."""
+"""`--loopguard-report` and the terminal summary, with and without xdist (the controller aggregates).
+
+The report is a document (schema 2): metadata, one entry per trace, rule coverage. The entries' first
+fields are checked here against EXPECTED; the extra fields (steps, reasons) in test_report_files.py.
+"""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -97,13 +102,33 @@ EXPECTED = [
 ]
 
 
+def entries(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The report's entries cut to the fields of EXPECTED."""
+    return [{k: e[k] for k in EXPECTED[0]} for e in report["traces"]]
+
+
 @pytest.mark.parametrize("workers", ["0", "2"])
 def test_json_report_and_summary_line(project: pytest.Pytester, workers: str) -> None:
     result = project.runpytest("-n", workers, "--loopguard-report", "out/loopguard.json")
     result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(["loopguard: 6 traces replayed, 1 mismatched"])
     report = json.loads((project.path / "out" / "loopguard.json").read_text(encoding="utf-8"))
-    assert report == EXPECTED
+    assert report["loopguard_report"] == 2
+    assert entries(report) == EXPECTED
+    assert report["summary"] == {"traces": 6, "passed": 5, "mismatched": 1}
+    meta = report["meta"]
+    assert meta["command"] == "pytest" and meta["policy"] is None and meta["matrix"] == []
+    assert {"loopguard", "python", "platform", "created", "rootdir"} <= set(meta)
+
+
+def test_xdist_writes_the_same_document(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # SOURCE_DATE_EPOCH pins `created`: with it, -n 0 and -n 2 must write byte-identical reports.
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    project.runpytest("-n", "0", "--loopguard-report", "one.json")
+    project.runpytest("-n", "2", "--loopguard-report", "two.json")
+    one = (project.path / "one.json").read_text(encoding="utf-8")
+    assert one == (project.path / "two.json").read_text(encoding="utf-8")
+    assert json.loads(one)["meta"]["created"] == "2023-11-14T22:13:20Z"
 
 
 def test_no_summary_line_without_traces(pytester: pytest.Pytester) -> None:
@@ -117,6 +142,7 @@ def test_no_summary_line_without_traces(pytester: pytest.Pytester) -> None:
 def test_policy_option_is_named_in_the_report(project: pytest.Pytester) -> None:
     result = project.runpytest("--loopguard-policy", "spacebot", "--loopguard-report", "r.json")
     report = json.loads((project.path / "r.json").read_text(encoding="utf-8"))
+    report = report["traces"]
     assert {entry["policy"] for entry in report} == {"spacebot"}
     # spacebot (worker): identical call ×5 → allow ×3, then block (warning) ×2: the passing trace now fails.
     five = next(entry for entry in report if entry["trace"] == "report-five-clicks")

@@ -47,7 +47,7 @@ def test_one_item_per_policy(project: pytest.Pytester) -> None:
         ]
     )
     report = json.loads((project.path / "r.json").read_text(encoding="utf-8"))
-    cells = {(e["policy"], tuple(sorted(e["counts"].items())), e["passed"]) for e in report}
+    cells = {(e["policy"], tuple(sorted(e["counts"].items())), e["passed"]) for e in report["traces"]}
     assert cells == {
         ("default", (("allow", 2), ("warn", 2)), True),
         ("spacebot-branch", (("allow", 2), ("block", 2)), False),

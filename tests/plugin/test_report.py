@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from pytest_loopguard.expect import Mismatch, check
 from pytest_loopguard.model import ReplayResult, StepResult, Verdict
 from pytest_loopguard.report import (
@@ -13,7 +10,6 @@ from pytest_loopguard.report import (
     shorten,
     summary_table,
     timeline_table,
-    write_json_report,
 )
 from pytest_loopguard.traceio import trace_from_mapping
 
@@ -116,7 +112,7 @@ def test_summary_table_counts_actions_and_status() -> None:
     assert rows[3][-2:] == ["1", "mismatch"]
 
 
-def test_json_entry_and_report_file(tmp_path: Path) -> None:
+def test_json_entry() -> None:
     result = _result(["allow", "warn"], run_expect={"outcome": "stopped"})
     entry = json_entry(result, check(result))
     assert entry == {
@@ -129,9 +125,7 @@ def test_json_entry_and_report_file(tmp_path: Path) -> None:
         "counts": {"allow": 1, "warn": 1},
         "passed": False,
     }
-    second = dict(entry, trace="a-first", file="traces/a.yaml")
-    write_json_report(tmp_path / "sub" / "r.json", [entry, second])
-    assert json.loads((tmp_path / "sub" / "r.json").read_text(encoding="utf-8")) == [second, entry]
+    # The report file holding such entries (sorted, with metadata and coverage): test_report_files.py.
 
 
 def test_shorten() -> None:

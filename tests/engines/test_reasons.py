@@ -1,0 +1,73 @@
+"""Every reason code an engine can emit is declared in its `REASONS`, and the bundled corpus triggers each one.
+
+Two independent checks: the engine sources' reason-code literals against the declarations (so a new rule
+cannot ship undeclared), and every verdict of every bundled trace against its engine's declaration.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_loopguard.engines import ENGINE_ORDER, registry
+from pytest_loopguard.expect import check
+from pytest_loopguard.runner import execute
+from pytest_loopguard.traceio import validate_paths
+
+TRACES = Path(__file__).resolve().parents[2] / "traces"
+# budget builds its codes from the budget's name: `_verdict("warn", "failure_streak", ...)` is budget.failure_streak.
+BUDGET_CALL = re.compile(r'_verdict\(\s*"(?:allow|warn|block|stop)",\s*"([a-z_]+)"|_near\(\s*"([a-z_]+)"')
+
+
+@pytest.fixture(scope="module")
+def corpus_reasons() -> dict[str, set[str]]:
+    traces, errors = validate_paths([str(TRACES)])
+    assert not errors and len(traces) > 100
+    seen: dict[str, set[str]] = {}
+    for trace in traces:
+        result = execute(trace)
+        assert not check(result), trace.name  # the corpus passes: these are the verdicts its files prove
+        for step in result.steps:
+            for verdict in step.verdicts:
+                seen.setdefault(verdict.engine, set()).add(verdict.reason)
+    return seen
+
+
+@pytest.mark.parametrize("engine", ENGINE_ORDER)
+def test_declared_codes_are_unique_and_prefixed(engine: str) -> None:
+    reasons = registry()[engine].REASONS
+    assert reasons, f"{engine} declares no reason codes"
+    assert len(set(reasons)) == len(reasons)
+    assert all(code.startswith(f"{engine}.") and re.fullmatch(r"[a-z_]+\.[a-z_]+", code) for code in reasons)
+
+
+@pytest.mark.parametrize("engine", ENGINE_ORDER)
+def test_source_literals_match_declarations(engine: str) -> None:
+    cls = registry()[engine]
+    source = inspect.getsource(inspect.getmodule(cls))  # type: ignore[arg-type]
+    body = source.split("REASONS = (", 1)[0] + source.split("REASONS = (", 1)[1].split(")", 1)[1]
+    literals = set(re.findall(rf'"({re.escape(engine)}\.[a-z_]+)"', body))
+    if engine == "stuck_detector":
+        # codes are built from the rule's name: f"{NAME}.action_error_nudge", _stop("monologue"), _detection("tool_loop"
+        literals |= {f"stuck_detector.{c}" for c in re.findall(r'f"\{NAME\}\.([a-z_]+)"', body)}
+        literals |= {f"stuck_detector.{c}" for c in re.findall(r'_(?:stop|detection)\(\s*"([a-z_]+)"', body)}
+    if engine == "budget":
+        literals |= {f"budget.{a or b}" for a, b in BUDGET_CALL.findall(body)}
+    assert literals == set(cls.REASONS)
+
+
+def test_every_emitted_code_is_declared(corpus_reasons: dict[str, set[str]]) -> None:
+    known = registry()
+    for engine, reasons in corpus_reasons.items():
+        assert reasons <= set(known[engine].REASONS), (engine, reasons - set(known[engine].REASONS))
+
+
+def test_the_bundled_corpus_triggers_every_declared_code(corpus_reasons: dict[str, set[str]]) -> None:
+    known = registry()
+    missing = {code for engine in ENGINE_ORDER for code in known[engine].REASONS} - {
+        code for reasons in corpus_reasons.values() for code in reasons
+    }
+    assert not missing, f"no bundled trace triggers {sorted(missing)}"

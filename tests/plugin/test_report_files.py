@@ -1,0 +1,162 @@
+"""Report files by extension: the HTML page's structure (stdlib XML parser) and its marks against the verdicts,
+the Markdown form, and a matrix run drawing one timeline row per policy."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_loopguard.expect import check
+from pytest_loopguard.replay import policy_for
+from pytest_loopguard.report_doc import report_document, report_entry, report_format, write_report
+from pytest_loopguard.report_md import strip
+from pytest_loopguard.runner import execute
+from pytest_loopguard.traceio import load_file
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[2]
+SVG = "{http://www.w3.org/2000/svg}"
+# Real traces of several engines, one of them a stop (not_reached steps after it).
+BUNDLED = [
+    "traces/loop_guard/worker_identical_call_seven.yaml",
+    "traces/failure_tracker/qa_agent_repetition_stop.yaml",
+    "traces/context/spacebot_overflow_exhausted.yaml",
+    "traces/read_tracker/hermes_seed_001_reread_loop.yaml",
+]
+
+
+def entries_for(paths: list[str], policy: Any = None) -> list[dict[str, Any]]:
+    out = []
+    for path in paths:
+        for trace in load_file(ROOT / path):
+            result = execute(trace, policy)
+            entry = report_entry(result, check(result), policy_for(trace, policy)[0].engines)
+            entry["file"] = path
+            out.append(entry)
+    return out
+
+
+def marks(page: str) -> dict[tuple[str, str], list[tuple[int, str]]]:
+    """(trace, policy) -> [(step, action)] read from the page's SVG marks."""
+    root = ET.fromstring(page)  # the page is well-formed XML: a broken tag fails here
+    out: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    for section in root.iter("section"):
+        for rect in section.iter(f"{SVG}rect"):
+            key = (section.attrib["data-trace"], rect.attrib["data-policy"])
+            out.setdefault(key, []).append((int(rect.attrib["data-step"]), rect.attrib["data-action"]))
+            assert rect.find(f"{SVG}title") is not None
+    return out
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[str] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.refs += [v or "" for k, v in attrs if k in ("src", "href")]
+
+
+def test_html_marks_match_the_verdicts(tmp_path: Path) -> None:
+    entries = entries_for(BUNDLED)
+    write_report(tmp_path / "r.html", entries, {"command": "test"})
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    drawn = marks(page)
+    for path in BUNDLED:
+        (trace,) = load_file(ROOT / path)
+        result = execute(trace)
+        assert drawn[(trace.name, result.policy)] == [(s.index, s.action) for s in result.steps]
+    # The stop trace draws its stop and the not_reached steps after it.
+    actions = {a for steps in drawn.values() for _, a in steps}
+    assert {"allow", "stop", "not_reached", "compact_retry"} <= actions
+    # Self-contained: no script, no external reference of any kind.
+    links = _Links()
+    links.feed(page)
+    assert links.refs == [] and "script" not in links.tags and "link" not in links.tags
+    assert "Rule coverage" in page and "loop_guard.consecutive_block" in page
+
+
+def test_mark_colours_follow_the_action(tmp_path: Path) -> None:
+    from pytest_loopguard.timeline_svg import ACTION_COLOURS
+
+    write_report(tmp_path / "r.html", entries_for(BUNDLED[1:2]), {})
+    root = ET.fromstring((tmp_path / "r.html").read_text(encoding="utf-8"))
+    rects = list(root.iter(f"{SVG}rect"))
+    assert rects and all(r.attrib["fill"] == ACTION_COLOURS[r.attrib["data-action"]] for r in rects)
+    assert len({r.attrib["fill"] for r in rects}) >= 3  # allow, warn/block, stop are told apart
+
+
+def test_mismatch_table_is_in_the_page(tmp_path: Path) -> None:
+    # Spacebot's seven identical calls replayed under `default` (warn at 3, block at 5): its expectations fail.
+    entries = entries_for(["traces/loop_guard/worker_identical_call_seven.yaml"], policy="default")
+    assert entries[0]["passed"] is False
+    write_report(tmp_path / "r.html", entries, {})
+    root = ET.fromstring((tmp_path / "r.html").read_text(encoding="utf-8"))
+    pres = [p for p in root.iter("pre") if p.attrib.get("class") == "mismatches"]
+    assert len(pres) == 1 and "expected" in (pres[0].text or "") and ">" in (pres[0].text or "")
+
+
+def test_markdown_report(tmp_path: Path) -> None:
+    entries = entries_for(BUNDLED)
+    write_report(tmp_path / "r.md", entries, {"command": "test"})
+    text = (tmp_path / "r.md").read_text(encoding="utf-8")
+    assert text.startswith("# loopguard report: 4 traces, 0 mismatched")
+    (trace,) = load_file(ROOT / BUNDLED[1])
+    result = execute(trace)
+    row = next(line for line in text.splitlines() if line.startswith(f"| {trace.name} |"))
+    # One character per step: the stop is an S, the steps after it dashes.
+    assert f"`{strip([s.to_dict() for s in result.steps])}`" in row
+    assert "S" in strip([s.to_dict() for s in result.steps])
+    assert "## Rule coverage" in text
+
+
+def test_strip_letters() -> None:
+    steps = [{"action": a} for a in ("allow", "warn", "block", "stop", "not_reached")]
+    assert strip(steps) == ".wBS-"
+
+
+def test_document_schema_and_order() -> None:
+    entries = entries_for(BUNDLED)
+    document = report_document(reversed(entries), {"command": "x"})
+    assert document["loopguard_report"] == 2
+    assert [e["file"] for e in document["traces"]] == sorted(BUNDLED)
+    assert document["meta"]["command"] == "x"
+    json.dumps(document)  # plain JSON values only
+
+
+@pytest.mark.parametrize("name", ["r.txt", "r", "r.yaml"])
+def test_unknown_extension(name: str) -> None:
+    with pytest.raises(ValueError, match="unknown extension"):
+        report_format(name)
+
+
+def test_matrix_html_has_a_row_per_policy(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    (pytester.path / "traces").mkdir()
+    six = "".join("  - {tool: browser_click, args: {index: 1}}\n" for _ in range(6))
+    (pytester.path / "traces" / "six.yaml").write_text(f"loopguard: 1\nname: six\nsteps:\n{six}", encoding="utf-8")
+    result = pytester.runpytest("-n", "2", "--loopguard-matrix", "default,spacebot", "--loopguard-report", "m.html")
+    result.assert_outcomes(passed=2)
+    drawn = marks((pytester.path / "m.html").read_text(encoding="utf-8"))
+    (trace,) = load_file(pytester.path / "traces" / "six.yaml")
+    for policy in ("default", "spacebot"):
+        assert drawn[("six", policy)] == [(s.index, s.action) for s in execute(trace, policy).steps]
+    # default warns at 3 and blocks at 5; spacebot (worker) blocks (skips) from the 4th: the rows differ.
+    assert drawn[("six", "default")] != drawn[("six", "spacebot")]
+    root = ET.fromstring((pytester.path / "m.html").read_text(encoding="utf-8"))
+    assert len([s for s in root.iter("section")]) == 1  # one trace, one section with two rows
+
+
+def test_metadata_cells() -> None:
+    from pytest_loopguard.report_doc import meta_text
+
+    assert [meta_text(v) for v in (None, [], ["default", "spacebot"], "pytest", 3)] == [
+        "—", "—", "default, spacebot", "pytest", "3"]
