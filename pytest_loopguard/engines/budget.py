@@ -33,7 +33,8 @@ from urllib.parse import urlsplit
 
 from ..hookspecs import hookimpl
 from ..model import Action, ToolCall, ToolResult, Verdict
-from .base import Engine, EngineSettings
+from .base import Engine, EngineSettings, at_least
+from .lru import DEFAULT_MAX_KEYS, LRUMap
 
 if TYPE_CHECKING:
     from ..runcontext import RunContext
@@ -57,6 +58,11 @@ class Settings(EngineSettings):
     # generic shell/terminal tools: every step of a bash-only agent is the same tool, so a streak of
     # them carries no signal (it fired on 173 of 175 resolved calibration runs); they reset the streak
     same_tool_exempt: tuple[str, ...] = ()
+    # navigation counts keep at most this many URLs, least recently used evicted first (docs/engines.md)
+    max_keys: int = DEFAULT_MAX_KEYS
+
+    def __post_init__(self) -> None:
+        at_least(self, 1, "max_keys")
 
 
 # What the agent should do next, per budget (seed 002; the domain rule's entry is our choice).
@@ -157,7 +163,7 @@ class Budget(Engine):
         self._action_calls = 0
         self._observation_calls = 0
         self._failures = 0
-        self._navigations: dict[str, int] = {}
+        self._navigations: LRUMap[str, int] = LRUMap(settings.max_keys)  # per URL; LRU-capped
         self._same_tool: str | None = None
         self._same_tool_count = 0
         self._observation_streak = 0

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from ..fingerprint import key_part
 from ..hookspecs import hookimpl
 from ..model import ToolCall, ToolResult, Verdict
-from .base import Engine, EngineSettings
+from .base import Engine, EngineSettings, at_least
+from .lru import DEFAULT_MAX_KEYS, LRUMap
 
 if TYPE_CHECKING:
     from ..model import Message, Rejected
@@ -70,6 +71,12 @@ class Settings(EngineSettings):
     failing_key_warn_at: int | None = None
     failing_key_streak_warn_at: int | None = None
     failures_warn_at: int | None = None  # default: a warning (again every as many) before the forced done
+    # per-key maps (exact, per-tool, no-progress, failing-key counts) keep at most this many keys, least
+    # recently used evicted first (docs/engines.md, "Bounded state")
+    max_keys: int = DEFAULT_MAX_KEYS
+
+    def __post_init__(self) -> None:
+        at_least(self, 1, "max_keys")
 
 
 NAME: Final = "failure_tracker"
@@ -156,14 +163,16 @@ class FailureTracker(Engine):
         self.top_count = 0
         # guardrails
         self._read_only = frozenset(settings.read_only_tools)
-        self.exact_failures: dict[str, int] = {}
-        self.tool_failures: dict[str, int] = {}
-        self.no_progress: dict[str, tuple[str, int]] = {}  # signature -> (last result text, chain)
+        # per-key maps keep at most max_keys keys, least recently used evicted first (docs/engines.md)
+        self.exact_failures: LRUMap[str, int] = LRUMap(settings.max_keys)
+        self.tool_failures: LRUMap[str, int] = LRUMap(settings.max_keys)
+        # signature -> (last result text, chain)
+        self.no_progress: LRUMap[str, tuple[str, int]] = LRUMap(settings.max_keys)
         # rejected turns in a row (any accepted call ends the streak)
         self.rejected_streak = 0
         # failing keys: failures of each (tool, verb, target) since it last succeeded; the key failing now
         self._failing_keys = settings.failing_key_warn_at is not None or settings.failing_key_streak_warn_at is not None
-        self.key_failures: dict[tuple[str, str, str], int] = {}
+        self.key_failures: LRUMap[tuple[str, str, str], int] = LRUMap(settings.max_keys)
         self._streak_key: tuple[str, str, str] | None = None
         self.key_streak = 0
 

@@ -11,6 +11,7 @@ from ..fingerprint import IDENTITIES, IdentityMode
 from ..hookspecs import hookimpl
 from ..model import Verdict
 from .base import Engine, EngineSettings, SettingError, at_least
+from .lru import DEFAULT_MAX_KEYS, LRUMap
 
 if TYPE_CHECKING:
     from ..model import Message, ToolCall, ToolResult
@@ -54,10 +55,14 @@ class Settings(EngineSettings):
     outcome_block_threshold: int = 4  # 0 disables outcome poisoning
     outcome_prefix_bytes: int = 1000
     reset_on_user_message: bool = True
+    # per-identity maps (facts, outcome counts, poisoned identities, ping-pong warnings) keep at most this
+    # many keys, least recently used evicted first; at least ring_size, so the ring's identities stay known
+    max_keys: int = DEFAULT_MAX_KEYS
 
     def __post_init__(self) -> None:
         at_least(self, 1, "warn_at", "block_at", "stop_at", "poll_multiplier", "ring_size", "ping_pong_detect_repeats",
                  "ping_pong_min_repeats", "outcome_prefix_bytes")
+        at_least(self, self.ring_size, "max_keys")
         at_least(self, 0, "max_warnings_per_call", "outcome_block_threshold")
         try:
             self.block_message.format(tool="t", count=1)
@@ -115,14 +120,14 @@ class LoopGuard(Engine):
         self._poll_words = tuple(w.lower() for w in settings.poll_words)
         self._poll_shell_tools = frozenset(settings.poll_shell_tools)
         # identity -> (tool, observation?, poll?): pure functions of the identity, kept across resets
-        self._facts: dict[str, tuple[str, bool, bool]] = {}
+        self._facts: LRUMap[str, tuple[str, bool, bool]] = LRUMap(settings.max_keys)
         self._ring: deque[str] = deque(maxlen=settings.ring_size)
         self._current: str | None = None
         self._consecutive = 0
         self._warnings = 0
-        self._ping_pong_warnings: dict[str, int] = {}
-        self._outcomes: dict[tuple[str, bytes], int] = {}
-        self._poisoned: dict[str, int] = {}  # identity -> the outcome count that poisoned it
+        self._ping_pong_warnings: LRUMap[str, int] = LRUMap(settings.max_keys)
+        self._outcomes: LRUMap[tuple[str, bytes], int] = LRUMap(settings.max_keys)
+        self._poisoned: LRUMap[str, int] = LRUMap(settings.max_keys)  # identity -> the outcome count that poisoned it
 
     # ---- identity ----------------------------------------------------------------------------------
     def _identity(self, call: ToolCall) -> str:

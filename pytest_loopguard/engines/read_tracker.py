@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 from ..fingerprint import key_part
 from ..hookspecs import hookimpl
 from ..model import ToolCall, ToolResult, Verdict
-from .base import Engine, EngineSettings
+from .base import Engine, EngineSettings, at_least
+from .lru import DEFAULT_MAX_KEYS, LRUMap
 
 if TYPE_CHECKING:
     from ..model import Message
@@ -67,6 +68,12 @@ class Settings(EngineSettings):
     file_reads_block_at: int | None = None
     exact_reread_warn_at: int | None = None
     file_reverts_warn_at: int | None = None
+    # per-region and per-file maps keep at most this many keys: regions drop the first read, counters the
+    # least recently used (docs/engines.md, "Bounded state")
+    max_keys: int = DEFAULT_MAX_KEYS
+
+    def __post_init__(self) -> None:
+        at_least(self, 1, "max_keys")
 
 
 ReadTrackerSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
@@ -93,14 +100,15 @@ class ReadTracker(Engine):
         self._last: list[Hashable | None] = [None, None]
         self._count = [0, 0]
         self._regions: dict[Region, None] = {}  # insertion-ordered set of regions read
-        self._fresh: dict[Region, int] = {}  # region -> stub hits since its last full read
+        self._fresh: LRUMap[Region, int] = LRUMap(settings.max_keys)  # region -> stub hits since its last full read
         self._fresh_by_path: dict[Any, set[Region]] = {}
         # per-file layer
         self._per_file = any(v is not None for v in (settings.file_reads_warn_at, settings.file_reads_block_at,
                                                      settings.exact_reread_warn_at, settings.file_reverts_warn_at))
-        self.file_reads: dict[str, int] = {}
-        self.file_reverts: dict[str, int] = {}
-        self._rereads: dict[tuple[str, str], int] = {}  # (call identity, result text) -> times returned
+        self.file_reads: LRUMap[str, int] = LRUMap(settings.max_keys)
+        self.file_reverts: LRUMap[str, int] = LRUMap(settings.max_keys)
+        # (call identity, result text) -> times returned
+        self._rereads: LRUMap[tuple[str, str], int] = LRUMap(settings.max_keys)
         self._previous: str | None = None  # the identity of the previous call that ran
 
     # ---- public state ------------------------------------------------------------------------------
@@ -183,7 +191,11 @@ class ReadTracker(Engine):
             if not result.ok:  # an error returned no content: nothing was read
                 return
             region = self._region(call.args)
-            self._regions[region] = None
+            regions = self._regions
+            if region not in regions:
+                regions[region] = None
+                if len(regions) > self.settings.max_keys:  # drop the first read: the list stays in read order
+                    del regions[next(iter(regions))]
             if self.settings.unchanged_stub:
                 self._fresh[region] = 0
                 self._fresh_by_path.setdefault(region[0], set()).add(region)
