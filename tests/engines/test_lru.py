@@ -1,0 +1,168 @@
+"""Bounded engine state: the LRU map, and each engine's per-key maps at the edge of their `max_keys` cap.
+
+Each edge test runs the same calls under a cap that holds every key and under one key fewer: the verdict
+that depended on the evicted key changes as docs/engines.md ("Bounded state") says it does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_loopguard import Guard, PolicyError, ToolCall, ToolResult, resolve_policy
+from pytest_loopguard.engines.budget import Budget
+from pytest_loopguard.engines.failure_tracker import FailureTracker
+from pytest_loopguard.engines.loop_guard import LoopGuard
+from pytest_loopguard.engines.lru import DEFAULT_MAX_KEYS, LRUMap
+from pytest_loopguard.engines.read_tracker import ReadTracker
+from pytest_loopguard.model import Task
+from pytest_loopguard.runtime import Decision
+
+ONLY = {"loop_guard": False, "read_tracker": False, "failure_tracker": False, "budget": False, "dedup": False,
+        "context": False}
+
+
+def guard(preset: str, engine: str, task: Task | None = None, **settings: Any) -> Guard:
+    """A Guard running `engine` alone under `preset`, with setting overrides."""
+    spec: dict[str, Any] = {**ONLY, "preset": preset, engine: settings or True}
+    return Guard(resolve_policy(spec), task=task)
+
+
+def call(g: Guard, tool: str, text: str = "ok", ok: bool = True, **args: Any) -> Decision:
+    c = ToolCall.of(tool, args)
+    result = ToolResult(text=text) if ok else ToolResult.failure(text)
+    before = g.before_call(c, result)
+    after = g.after_call(c, result if before.runs else None, before)
+    return Decision(after.action, before.verdicts + after.verdicts) if after is not before else before
+
+
+def reasons(d: Decision) -> list[str]:
+    return [v.reason for v in d.verdicts]
+
+
+# ---- the map -----------------------------------------------------------------------------------------
+def test_a_new_key_past_the_cap_evicts_the_least_recently_used() -> None:
+    m: LRUMap[str, int] = LRUMap(3)
+    for k in "abc":
+        m[k] = 1
+    assert m.get("a") == 1  # a used: b is now the oldest
+    m["d"] = 1
+    assert list(m) == ["c", "a", "d"] and m.evicted == 1
+    m["c"] = 2  # an update marks c used, evicts nothing
+    m["e"] = 1
+    assert list(m) == ["d", "c", "e"] and m.evicted == 2
+    assert m.get("b") is None and m.get("b", 0) == 0 and "b" not in m
+
+
+def test_a_cap_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="cap"):
+        LRUMap(0)
+
+
+@pytest.mark.parametrize("engine", ["loop_guard", "failure_tracker", "read_tracker", "budget"])
+def test_max_keys_is_an_engine_setting_with_a_generous_default(engine: str) -> None:
+    assert resolve_policy("default").settings(engine).max_keys == DEFAULT_MAX_KEYS == 10_000
+    with pytest.raises(PolicyError, match="max_keys"):
+        resolve_policy({"preset": "default", engine: {"max_keys": 0}})
+
+
+def test_loop_guard_max_keys_is_at_least_the_ring() -> None:
+    with pytest.raises(PolicyError, match="max_keys"):
+        resolve_policy({"preset": "default", "loop_guard": {"ring_size": 30, "max_keys": 29}})
+
+
+# ---- each engine at the edge -------------------------------------------------------------------------
+def loop_guard_last(max_keys: int) -> list[str]:
+    g = guard("default", "loop_guard", ring_size=2, outcome_block_threshold=2, max_keys=max_keys)
+    call(g, "a", "same")
+    call(g, "b", "b")
+    call(g, "c", "c")  # with a cap of 2 this third identity evicts a's outcome count
+    call(g, "a", "same")  # a's outcome count: 2 (poisoned) or 1 again
+    return reasons(call(g, "a", "same"))
+
+
+def test_loop_guard_eviction_forgets_an_outcome_count() -> None:
+    assert loop_guard_last(3) == ["loop_guard.identical_outcome"]
+    assert loop_guard_last(2) == []
+
+
+def failure_tracker_last(max_keys: int) -> list[str]:
+    g = guard("hermes-current", "failure_tracker", max_keys=max_keys)
+    call(g, "terminal", "boom", ok=False, command="make")
+    call(g, "browser_click", "boom", ok=False, index=1)  # a second signature and tool evict the first at cap 1
+    return reasons(call(g, "terminal", "boom", ok=False, command="make"))
+
+
+def test_failure_tracker_eviction_forgets_an_exact_failure_count() -> None:
+    assert failure_tracker_last(2) == ["failure_tracker.exact_failure"]
+    assert failure_tracker_last(1) == []
+
+
+def read_tracker_last(max_keys: int) -> list[str]:
+    g = guard("default", "read_tracker", file_reads_warn_at=2, max_keys=max_keys)
+    call(g, "bash", command="cat a.py")
+    call(g, "bash", command="cat b.py")
+    return reasons(call(g, "bash", "other", command="cat a.py"))
+
+
+def test_read_tracker_eviction_forgets_a_file_read_count() -> None:
+    assert read_tracker_last(2) == ["read_tracker.file_reads"]
+    assert read_tracker_last(1) == []
+
+
+def budget_navigations(max_keys: int) -> list[list[str]]:
+    g = guard("openchrome", "budget", task=Task("Buy the cheapest flight"), max_same_url_navigations=1,
+              max_consecutive_same_tool=None, max_keys=max_keys)
+    urls = ("https://a.example/", "https://b.example/", "https://a.example/")
+    return [reasons(call(g, "navigate", url=url)) for url in urls]
+
+
+def test_budget_eviction_forgets_a_url_navigation_count() -> None:
+    # a limit of 1: the first navigation to a URL is at the limit ("near"), the second exceeds it
+    assert budget_navigations(2) == [["budget.near"], ["budget.near"], ["budget.same_url_navigations"]]
+    # evicted, a's count starts again: its second navigation is judged as a first one
+    assert budget_navigations(1) == [["budget.near"], ["budget.near"], ["budget.near"]]
+
+
+def test_read_tracker_regions_drop_the_first_read_and_keep_read_order() -> None:
+    g = guard("default", "read_tracker", max_keys=2)
+    for path in ("a.py", "b.py", "a.py", "c.py"):
+        call(g, "read_file", path=path)
+    engine = g.run.engines["read_tracker"]
+    assert isinstance(engine, ReadTracker)
+    assert [r[0] for r in engine.regions] == ["b.py", "c.py"]
+
+
+# ---- 100k distinct calls -----------------------------------------------------------------------------
+N = 50
+CALLS = 100_000
+
+
+def test_state_stays_within_the_cap_after_100k_distinct_calls() -> None:
+    spec: dict[str, Any] = {
+        "preset": "default", "dedup": False, "context": False,
+        "loop_guard": {"max_keys": N, "ring_size": 30},
+        "failure_tracker": {"max_keys": N, "guardrails": True, "failing_key_warn_at": 3},
+        "read_tracker": {"max_keys": N, "file_reads_warn_at": 3, "exact_reread_warn_at": 2},
+        "budget": {"max_keys": N},
+    }
+    g = Guard(resolve_policy(spec), task=Task("t"))
+    for i in range(CALLS):
+        tool = ("read_file", "navigate", "terminal")[i % 3]
+        args = {"path": f"f{i}.py"} if tool == "read_file" else {"url": f"https://x{i}.example/"} \
+            if tool == "navigate" else {"command": f"cat g{i}.py"}
+        call(g, tool, f"out {i}", ok=tool != "terminal", **args)
+    lg, ft, rt, bu = (g.run.engines[n] for n in ("loop_guard", "failure_tracker", "read_tracker", "budget"))
+    assert isinstance(lg, LoopGuard) and isinstance(ft, FailureTracker)
+    assert isinstance(rt, ReadTracker) and isinstance(bu, Budget)
+    maps = {
+        "loop_guard._facts": lg._facts, "loop_guard._outcomes": lg._outcomes,
+        "failure_tracker.exact_failures": ft.exact_failures, "failure_tracker.key_failures": ft.key_failures,
+        "read_tracker._regions": rt._regions, "read_tracker.file_reads": rt.file_reads,
+        "read_tracker._rereads": rt._rereads, "budget._navigations": bu._navigations,
+    }
+    sizes = {name: len(m) for name, m in maps.items()}
+    assert all(0 < size <= N for size in sizes.values()), sizes
+    # every map was full: the cap, not a lack of keys, is what held it
+    assert all(size == N for size in sizes.values()), sizes
