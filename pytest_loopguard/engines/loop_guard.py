@@ -56,13 +56,13 @@ class Settings(EngineSettings):
     outcome_prefix_bytes: int = 1000
     reset_on_user_message: bool = True
     # per-identity maps (facts, outcome counts, poisoned identities, ping-pong warnings) keep at most this
-    # many keys, least recently used evicted first; at least ring_size, so the ring's identities stay known
+    # many keys, least recently used evicted first (docs/engines.md, "Bounded state")
     max_keys: int = DEFAULT_MAX_KEYS
 
     def __post_init__(self) -> None:
         at_least(self, 1, "warn_at", "block_at", "stop_at", "poll_multiplier", "ring_size", "ping_pong_detect_repeats",
                  "ping_pong_min_repeats", "outcome_prefix_bytes")
-        at_least(self, self.ring_size, "max_keys")
+        at_least(self, 1, "max_keys")
         at_least(self, 0, "max_warnings_per_call", "outcome_block_threshold")
         try:
             self.block_message.format(tool="t", count=1)
@@ -120,7 +120,8 @@ class LoopGuard(Engine):
         self._poll_words = tuple(w.lower() for w in settings.poll_words)
         self._poll_shell_tools = frozenset(settings.poll_shell_tools)
         # identity -> (tool, observation?, poll?): pure functions of the identity, kept across resets
-        self._facts: LRUMap[str, tuple[str, bool, bool]] = LRUMap(settings.max_keys)
+        # never fewer than the ring holds: ping-pong reads the facts of every identity in the ring
+        self._facts: LRUMap[str, tuple[str, bool, bool]] = LRUMap(max(settings.max_keys, settings.ring_size))
         self._ring: deque[str] = deque(maxlen=settings.ring_size)
         self._current: str | None = None
         self._consecutive = 0

@@ -67,9 +67,13 @@ def test_max_keys_is_an_engine_setting_with_a_generous_default(engine: str) -> N
         resolve_policy({"preset": "default", engine: {"max_keys": 0}})
 
 
-def test_loop_guard_max_keys_is_at_least_the_ring() -> None:
-    with pytest.raises(PolicyError, match="max_keys"):
-        resolve_policy({"preset": "default", "loop_guard": {"ring_size": 30, "max_keys": 29}})
+def test_loop_guard_facts_cover_the_ring_below_max_keys() -> None:
+    # a cap below the ring: ping-pong still finds the facts of every identity in the ring
+    g = guard("default", "loop_guard", ring_size=6, max_keys=1)
+    got = [reasons(call(g, tool, index=1)) for tool in ("click", "type") * 3]
+    assert got[-1] == ["loop_guard.ping_pong"]  # period 2 seen 3 times: at ping_pong_min_repeats, a block
+    engine = g.run.engines["loop_guard"]
+    assert isinstance(engine, LoopGuard) and len(engine._facts) == 2 and len(engine._outcomes) == 1
 
 
 # ---- each engine at the edge -------------------------------------------------------------------------
