@@ -123,6 +123,10 @@ class LoopGuard(Engine):
         # never fewer than the ring holds: ping-pong reads the facts of every identity in the ring
         self._facts: LRUMap[str, tuple[str, bool, bool]] = LRUMap(max(settings.max_keys, settings.ring_size))
         self._ring: deque[str] = deque(maxlen=settings.ring_size)
+        # per ping-pong period p: how many newest ring entries in a row equal the entry p before them,
+        # kept as calls arrive so a periodic tail is measured without rescanning the ring
+        self._periods = settings.ping_pong_periods if settings.ping_pong else ()
+        self._runs = [0] * len(self._periods)
         self._current: str | None = None
         self._consecutive = 0
         self._warnings = 0
@@ -166,7 +170,12 @@ class LoopGuard(Engine):
         identity = self._identity(call)
         tool, _, poll = self._facts_of(identity, call)
         # the ring holds every call the agent made, blocked ones included
-        self._ring.append(identity)
+        ring = self._ring
+        ring.append(identity)
+        if self._periods:
+            n, runs = len(ring), self._runs
+            for j, period in enumerate(self._periods):
+                runs[j] = runs[j] + 1 if n > period and ring[-1 - period] == identity else 0
 
         poisoned_at = self._poisoned.get(identity)
         if poisoned_at is not None:
@@ -234,12 +243,14 @@ class LoopGuard(Engine):
         s = self.settings
         ring = self._ring
         n = len(ring)
-        for period in s.ping_pong_periods:
+        for j, period in enumerate(self._periods):
             window = period * s.ping_pong_detect_repeats
             if period < 2 or n < window:
                 continue
-            # the last `window` identities repeat with this period (newest first: most rings fail at once) ...
-            if any(ring[i] != ring[i - period] for i in range(n - 1, n - window + period - 1, -1)):
+            # matches still inside the ring: a full ring has dropped the oldest entries a run counted
+            run = min(self._runs[j], n - period)
+            # the last `window` identities repeat with this period ...
+            if run < window - period:
                 continue
             cycle = [ring[i] for i in range(n - period, n)]
             # ... and are not one identity over and over (that is the consecutive rule's business)
@@ -247,11 +258,8 @@ class LoopGuard(Engine):
                 continue
             if self._observation_exempt(cycle):
                 continue
-            # whole trailing repetitions: extend the periodic tail as far back as the ring goes
-            length = window
-            while length < n and ring[n - 1 - length] == ring[n - 1 - length + period]:
-                length += 1
-            repeats = length // period
+            # whole trailing repetitions: the periodic tail is the run of matches plus the period they match
+            repeats = (run + period) // period
             tools = [self._facts[c][0] for c in cycle]
             data: dict[str, Any] = {"tool": tool, "period": period, "repeats": repeats, "tools": tools,
                                     "threshold": s.ping_pong_min_repeats}
@@ -306,7 +314,7 @@ class LoopGuard(Engine):
         if not message.from_user or not self.settings.reset_on_user_message:
             return
         # a user message starts a new prompt: Spacebot builds a fresh guard for it
-        self._ring.clear()
+        self._ring.clear()  # the runs restart by themselves: a first call has nothing to match
         self._forget_current()
         self._ping_pong_warnings.clear()
         self._outcomes.clear()
