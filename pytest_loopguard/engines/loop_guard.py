@@ -149,7 +149,9 @@ class LoopGuard(Engine):
 
     def _facts_of(self, identity: str, call: ToolCall) -> tuple[str, bool, bool]:
         facts = self._facts.get(identity)
-        if facts is None:
+        if facts is not None:
+            self._facts.move_to_end(identity)  # in use: the ring's identities must keep theirs
+        else:
             observation = self.run.kind(call) == "observation"
             poll = observation
             if not poll and call.tool in self._poll_shell_tools:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TypeVar, overload
+from typing import TypeVar
 
 __all__ = ["DEFAULT_MAX_KEYS", "LRUMap"]
 
 K = TypeVar("K")
 V = TypeVar("V")
-D = TypeVar("D")
 
 # generous: no trace in traces/ nor the real corpus comes near it, so verdicts only change on runs that
 # make this many distinct calls (docs/engines.md, "Bounded state")
@@ -17,8 +16,12 @@ DEFAULT_MAX_KEYS = 10_000
 
 
 class LRUMap(OrderedDict[K, V]):
-    """A mapping of at most `cap` keys: `get` and assignment mark a key used; a new key past the cap
-    evicts the least recently used one. Iteration goes from least to most recently used."""
+    """A mapping of at most `cap` keys: assignment marks a key used, and a new key past the cap evicts the
+    least recently used one. Iteration goes from least to most recently used.
+
+    Reads (`get`, `[]`) stay the C ones and do not mark a key: engines count what they look up, so the
+    assignment that follows marks it; one that only reads a key it must keep calls `move_to_end`.
+    """
 
     def __init__(self, cap: int) -> None:
         super().__init__()
@@ -27,23 +30,9 @@ class LRUMap(OrderedDict[K, V]):
         self.cap = cap
         self.evicted = 0  # keys dropped for the cap (reports and tests read it)
 
-    @overload  # type: ignore[override]  # same behaviour as dict.get; only the key order differs
-    def get(self, key: K, /) -> V | None: ...
-    @overload
-    def get(self, key: K, default: V | D, /) -> V | D: ...
-    def get(self, key: K, default: object = None, /) -> object:
-        if key in self:
-            self.move_to_end(key)
-            return super().__getitem__(key)
-        return default
-
     def __setitem__(self, key: K, value: V) -> None:
-        # move_to_end only when the key is already there: a new key goes to the end anyway
-        if key in self:
-            self.move_to_end(key)
-            super().__setitem__(key, value)
-            return
         super().__setitem__(key, value)
+        self.move_to_end(key)
         if len(self) > self.cap:
             self.popitem(last=False)
             self.evicted += 1

@@ -46,9 +46,10 @@ def test_a_new_key_past_the_cap_evicts_the_least_recently_used() -> None:
     m: LRUMap[str, int] = LRUMap(3)
     for k in "abc":
         m[k] = 1
-    assert m.get("a") == 1  # a used: b is now the oldest
+    assert m.get("b") == 1  # a read marks nothing: a is still the oldest
+    m["a"] = 2  # an assignment marks a used: b is now the oldest
     m["d"] = 1
-    assert list(m) == ["c", "a", "d"] and m.evicted == 1
+    assert list(m) == ["c", "a", "d"] and m.evicted == 1 and m["a"] == 2
     m["c"] = 2  # an update marks c used, evicts nothing
     m["e"] = 1
     assert list(m) == ["d", "c", "e"] and m.evicted == 2
