@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from files import write
 
 from pytest_loopguard import cli, stream
 
@@ -15,15 +16,6 @@ MISMATCH = "loopguard: 1\nname: mismatch\nsteps:\n  - {tool: a}\nexpect: {outcom
 BAD_SCENARIO = ("loopguard: 1\nname: bad-scenario\nmode: simulate\nagent: {behaviour: retrier, call: {tool: a}, "
                 "attempts: 100000}\n")
 
-
-def write(folder: Path, name: str, data: str | bytes) -> Path:
-    path = folder / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(data, bytes):
-        path.write_bytes(data)
-    else:
-        path.write_text(data, encoding="utf-8")
-    return path
 
 
 @pytest.fixture

@@ -580,7 +580,7 @@ def test_default_caps_the_region_list_at_its_token_budget_keeping_the_latest() -
     text = injected_text(g, v)
     assert v.data["injected"]["tokens"] <= 120
     lines = [x for x in text.splitlines() if x.startswith("- ")]
-    assert 1 <= len(lines) == v.data["injected"]["regions"] < 300
+    assert 0 < len(lines) == v.data["injected"]["regions"] < 300
     assert lines[0] == "- src/file_299.py (offset 1, limit 500)"
     assert lines[-1] == f"- src/file_{300 - len(lines):03d}.py (offset 1, limit 500)"
     # the published rule keeps every region, however long the list gets

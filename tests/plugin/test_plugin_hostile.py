@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from files import write
 
 pytest_plugins = ["pytester"]
 
@@ -22,15 +23,6 @@ steps:
 """
 GOOD = "loopguard: 1\nname: good-{n}\nsteps:\n  - {{tool: a}}\nexpect: {{outcome: incomplete}}\n"
 
-
-def write(root: Path, name: str, text: str | bytes) -> Path:
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        path.write_bytes(text)
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
 
 
 @pytest.fixture
