@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal, final
@@ -36,6 +36,7 @@ __all__ = [
     "Trace",
     "Verdict",
     "combine",
+    "run_end",
 ]
 
 Action = Literal["allow", "warn", "block", "stop", "compact", "retry", "compact_retry", "fail"]
@@ -87,6 +88,17 @@ def combine(verdicts: tuple[Verdict, ...] | list[Verdict]) -> Action:
         if r > rank:
             rank, action = r, verdict.action
     return action
+
+
+def run_end(action: str, verdicts: Sequence[Verdict]) -> tuple[Outcome, str]:
+    """How a step whose combined action is `stop` or `fail` ends the run: the outcome and the deciding engine.
+
+    A `fail` is `failed`; a `stop` is `stopped`, or `exhausted` when its verdict says so (max turns or steps).
+    """
+    ender = next(v for v in verdicts if v.action == action)
+    if action == "fail":
+        return "failed", ender.engine
+    return ("exhausted" if ender.data.get("outcome") == "exhausted" else "stopped"), ender.engine
 
 
 @final

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .model import OK, Outcome, ReplayResult, Step, StepResult, ToolCall, ToolResult, Trace, Verdict, combine
+from .model import OK, Outcome, ReplayResult, Step, StepResult, ToolCall, ToolResult, Trace, Verdict, combine, run_end
 from .policy import Policy, resolve_policy
 from .runtime import Clock, Guard
 
@@ -143,12 +143,8 @@ class Replayer:
             return StepResult(step.index, kind, tool, "allow")
         action = combine(verdicts)
         if action in ("stop", "fail"):
-            ender = next(v for v in verdicts if v.action == action)
-            if action == "fail":
-                self.outcome = "failed"
-            else:
-                self.outcome = "exhausted" if ender.data.get("outcome") == "exhausted" else "stopped"
-            self.stopped_at, self.stopped_by = step.index, ender.engine
+            self.outcome, self.stopped_by = run_end(action, verdicts)
+            self.stopped_at = step.index
         return StepResult(step.index, kind, tool, action, verdicts)
 
     def finish(self) -> Outcome:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Protocol, final
+from typing import Any, ClassVar, Final, Protocol, cast, final
 
 from pytest_loopguard.conversation import Entry, PromptView, chars_over_four
 from pytest_loopguard.errors import ScenarioError, brief
@@ -308,6 +308,15 @@ class Poller(_Params):
         return ModelReply((snapshot,), text="Still loading; polling again.")
 
 
+def _forever_or_count(params: Mapping[str, Any], key: str, field: str) -> int | None:
+    """An optional count of a behaviour's turns: None (left out) means forever."""
+    value = params.get(key)
+    if value is not None and not is_count(value, 1):
+        raise ScenarioError(f"expected a count ≥ 1 and ≤ {MAX_SCENARIO_COUNT} (or leave it out: forever)",
+                            field=f"{field}.{key}")
+    return cast(int | None, value)
+
+
 @final
 class Retrier(_Params):
     """Repeats one call `attempts` times whatever it returns (forever when None), then gives up."""
@@ -323,10 +332,7 @@ class Retrier(_Params):
     @classmethod
     def from_params(cls, params: Mapping[str, Any], field: str) -> Retrier:
         cls.check(params, field)
-        attempts = params.get("attempts")
-        if attempts is not None and not is_count(attempts, 1):
-            raise ScenarioError(f"expected a count ≥ 1 and ≤ {MAX_SCENARIO_COUNT} (or leave it out: forever)",
-                                field=f"{field}.attempts")
+        attempts = _forever_or_count(params, "attempts", field)
         return cls(_call(params.get("call"), f"{field}.call"), attempts,
                    str(params.get("answer", "I could not do it.")))
 
@@ -352,10 +358,7 @@ class PingPong(_Params):
     @classmethod
     def from_params(cls, params: Mapping[str, Any], field: str) -> PingPong:
         cls.check(params, field)
-        turns = params.get("turns")
-        if turns is not None and not is_count(turns, 1):
-            raise ScenarioError(f"expected a count ≥ 1 and ≤ {MAX_SCENARIO_COUNT} (or leave it out: forever)",
-                                field=f"{field}.turns")
+        turns = _forever_or_count(params, "turns", field)
         return cls(_call(params.get("a"), f"{field}.a"), _call(params.get("b"), f"{field}.b"),
                    turns, str(params.get("answer", "Done.")))
 

@@ -35,6 +35,7 @@ from pytest_loopguard.model import (
     Trace,
     Verdict,
     combine,
+    run_end,
 )
 from pytest_loopguard.policy import Policy, resolve_policy
 from pytest_loopguard.runtime import Clock, Guard
@@ -256,12 +257,8 @@ class _Run:
         self.steps.append(step)
         self.results.append(StepResult(step.index, step.kind, tool, action, verdicts))
         if action in ("stop", "fail"):
-            ender = next(v for v in verdicts if v.action == action)
-            if action == "fail":
-                self.outcome = "failed"
-            else:
-                self.outcome = "exhausted" if ender.data.get("outcome") == "exhausted" else "stopped"
-            self.stopped_at, self.stopped_by = step.index, ender.engine
+            self.outcome, self.stopped_by = run_end(action, verdicts)
+            self.stopped_at = step.index
         return action
 
     def ended(self) -> bool:
