@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, final
 
 from .conversation import PromptView, Transcript
@@ -46,14 +45,25 @@ class Clock:
 
 
 @final
-@dataclass(slots=True, eq=False)
 class Turn:
     """One model response and the tool calls it asked for."""
 
-    index: int
-    calls: tuple[ToolCall, ...]
-    results: list[ToolResult | None] = field(default_factory=list)  # None: blocked
-    llm: LLMCall | None = None
+    __slots__ = ("calls", "index", "llm", "results")
+
+    def __init__(
+        self,
+        index: int,
+        calls: tuple[ToolCall, ...],
+        results: list[ToolResult | None] | None = None,  # None: blocked
+        llm: LLMCall | None = None,
+    ) -> None:
+        self.index = index
+        self.calls = calls
+        self.results: list[ToolResult | None] = [] if results is None else results
+        self.llm = llm
+
+    def __repr__(self) -> str:
+        return f"Turn(index={self.index!r}, calls={self.calls!r}, results={self.results!r}, llm={self.llm!r})"
 
 
 @final
