@@ -29,7 +29,7 @@ class Entry:
     may build two per tool call.
     """
 
-    __slots__ = ("call_id", "replaced", "role", "text", "tokens", "tool", "turn")
+    __slots__ = ("_make", "_text", "call_id", "replaced", "role", "tokens", "tool", "turn")
 
     def __init__(
         self,
@@ -42,12 +42,30 @@ class Entry:
         replaced: bool = False,  # the view shows a placeholder or summary instead of the transcript text
     ) -> None:
         self.role = role
-        self.text = text
+        self._text: str | None = text
+        self._make: Callable[[], str] | None = None
         self.tokens = tokens
         self.tool = tool
         self.call_id = call_id
         self.turn = turn
         self.replaced = replaced
+
+    @classmethod
+    def later(cls, role: Role, make: Callable[[], str], tokens: int | None = None, turn: int | None = None) -> Entry:
+        """An entry whose text `make()` builds on first read: most readers need only its role and tokens."""
+        entry = cls(role, "", tokens, turn=turn)
+        entry._text = None
+        entry._make = make
+        return entry
+
+    @property
+    def text(self) -> str:
+        text = self._text
+        if text is None:
+            assert self._make is not None
+            text = self._text = self._make()
+            self._make = None
+        return text
 
     def with_text(self, text: str, tokens: int | None = None) -> Entry:
         return Entry(self.role, text, tokens, self.tool, self.call_id, self.turn, True)

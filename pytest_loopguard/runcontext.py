@@ -62,6 +62,12 @@ class Turn:
         self.results: list[ToolResult | None] = [] if results is None else results
         self.llm = llm
 
+    def message_text(self) -> str:
+        """The assistant message of the turn: the model's text, then each call as the model wrote it."""
+        llm = self.llm
+        return "\n".join([*([llm.text] if llm is not None and llm.text else []),
+                          *(f"{c.tool}({c.ordered})" for c in self.calls)])
+
     def __repr__(self) -> str:
         return f"Turn(index={self.index!r}, calls={self.calls!r}, results={self.results!r}, llm={self.llm!r})"
 

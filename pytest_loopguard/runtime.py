@@ -309,9 +309,9 @@ def _entry(record: object) -> Entry:
         return record
     if isinstance(record, Turn):
         llm = record.llm
-        text = "\n".join([*([llm.text] if llm is not None and llm.text else []),
-                          *(f"{c.tool}({c.ordered})" for c in record.calls)])
-        return Entry("assistant", text, tokens=llm.output_tokens if llm else None, turn=record.index)
+        # the text (with each call's as-written arguments) is built only if read: a view usually
+        # needs only the model's own token count
+        return Entry.later("assistant", record.message_text, llm.output_tokens if llm else None, record.index)
     call, result, decision, before, call_id, turn = cast(ToolRecord, record)
     return Entry("tool", _shown(result, decision, before), tokens=result.tokens if result is not None else None,
                  tool=call.tool, call_id=call_id, turn=turn)
