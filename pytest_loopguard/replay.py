@@ -45,21 +45,23 @@ def turn_plan(steps: Sequence[Step], *, has_llm: bool | None = None) -> dict[int
     if has_llm is None:
         has_llm = any(s.kind == "llm" for s in steps)
     plan: dict[int, list[ToolCall]] = {}
-    anchor: int | None = None
+    current: list[ToolCall] | None = None  # the calls of the turn being planned; None: the next call starts one
     for step in steps:
-        if step.kind == "llm":
+        kind = step.kind  # tool steps first: they are most of a trace
+        if kind == "tool":
+            call = step.call
+            assert call is not None
+            if current is None or not has_llm:
+                current = plan[step.index] = []
+            current.append(call)
+        elif kind == "llm":
             assert step.llm is not None
-            anchor = None if step.llm.failed else step.index
-            if anchor is not None:
-                plan[anchor] = []
-        elif step.kind == "rejected":
-            anchor = None
-        elif step.kind == "tool":
-            assert step.call is not None
-            if not has_llm or anchor is None:
-                anchor = step.index
-                plan[anchor] = []
-            plan[anchor].append(step.call)
+            if step.llm.error is None:
+                current = plan[step.index] = []
+            else:
+                current = None
+        elif kind == "rejected":
+            current = None
     return {k: tuple(v) for k, v in plan.items()}
 
 
