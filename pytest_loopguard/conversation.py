@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Literal, final
 
-__all__ = ["Deferred", "Entry", "PromptView", "Role", "Transcript", "chars_over_four"]
+__all__ = ["Deferred", "Entry", "EntryList", "PromptView", "Role", "Transcript", "chars_over_four"]
 
 Role = Literal["system", "user", "assistant", "tool", "summary"]
 
@@ -95,7 +95,7 @@ class Deferred:
     def __init__(self, render: Callable[[object], Entry]) -> None:
         self._render = render
         self.records: list[object] = []
-        self.sinks: list[PromptView | Transcript] = []  # the view (and the transcript) the entries go to
+        self.sinks: list[EntryList] = []  # the view (and the transcript) the entries go to
 
     def flush(self) -> None:
         render = self._render
@@ -105,56 +105,14 @@ class Deferred:
             sink.entries_built(built)
 
 
-@final
-class Transcript:
-    """The lossless record of a run's messages."""
+class EntryList:
+    """An ordered list of entries that a Guard may fill lazily (`Deferred`): the transcript and the view."""
 
     __slots__ = ("_entries", "deferred")
 
     def __init__(self) -> None:
         self._entries: list[Entry] = []
         self.deferred: Deferred | None = None  # set by a Guard that records entries lazily
-
-    @property
-    def entries(self) -> list[Entry]:
-        deferred = self.deferred
-        if deferred is not None and deferred.records:
-            deferred.flush()
-        return self._entries
-
-    def append(self, entry: Entry) -> None:
-        self.entries.append(entry)
-
-    def entries_built(self, built: list[Entry]) -> None:
-        """Take entries the Guard recorded earlier (`Deferred.flush`)."""
-        self._entries.extend(built)
-
-    def __len__(self) -> int:
-        return len(self.entries)
-
-    def __iter__(self) -> Iterator[Entry]:
-        return iter(self.entries)
-
-
-@final
-class PromptView:
-    """What the model sees next: a list of entries that engines may rewrite, with token counts.
-
-    Rewrite it only through `append`, `replace` (one entry) and `replace_entries` (all of them): the
-    view keeps a running token total over those, so asking for `tokens()` between model calls costs
-    only the entries appended since the last question.
-    """
-
-    __slots__ = ("_counts", "_entries", "_total", "_totalled", "count_tokens", "deferred", "window_tokens")
-
-    def __init__(self, count_tokens: Callable[[str], int] = chars_over_four, window_tokens: int = 0) -> None:
-        self._entries: list[Entry] = []
-        self.deferred: Deferred | None = None  # set by a Guard that records entries lazily
-        self.count_tokens = count_tokens
-        self.window_tokens = window_tokens
-        self._counts: dict[int, int] = {}  # id(entry) -> tokens; entries are immutable, so this stays true
-        self._total = 0  # tokens of entries[:_totalled]
-        self._totalled = 0
 
     @property
     def entries(self) -> list[Entry]:
@@ -170,6 +128,39 @@ class PromptView:
     def entries_built(self, built: list[Entry]) -> None:
         """Take entries the Guard recorded earlier (`Deferred.flush`)."""
         self._entries.extend(built)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+@final
+class Transcript(EntryList):
+    """The lossless record of a run's messages."""
+
+    __slots__ = ()
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self.entries)
+
+
+@final
+class PromptView(EntryList):
+    """What the model sees next: a list of entries that engines may rewrite, with token counts.
+
+    Rewrite it only through `append`, `replace` (one entry) and `replace_entries` (all of them): the
+    view keeps a running token total over those, so asking for `tokens()` between model calls costs
+    only the entries appended since the last question.
+    """
+
+    __slots__ = ("_counts", "_total", "_totalled", "count_tokens", "window_tokens")
+
+    def __init__(self, count_tokens: Callable[[str], int] = chars_over_four, window_tokens: int = 0) -> None:
+        super().__init__()
+        self.count_tokens = count_tokens
+        self.window_tokens = window_tokens
+        self._counts: dict[int, int] = {}  # id(entry) -> tokens; entries are immutable, so this stays true
+        self._total = 0  # tokens of entries[:_totalled]
+        self._totalled = 0
 
     def entry_tokens(self, entry: Entry) -> int:
         if entry.tokens is not None:
@@ -210,6 +201,3 @@ class PromptView:
         live = {id(e) for e in entries}
         self._counts = {k: v for k, v in self._counts.items() if k in live}
         self._total = self._totalled = 0  # recounted lazily from the kept per-entry counts
-
-    def __len__(self) -> int:
-        return len(self.entries)
