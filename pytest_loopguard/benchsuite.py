@@ -35,7 +35,7 @@ from .replay import replay
 from .runtime import Guard
 from .traceio import dumps, load_file
 
-__all__ = ["SuiteRow", "bare_loop", "run_suite", "suite_json", "suite_table"]
+__all__ = ["SuiteRow", "bare_loop", "run_suite", "suite_json", "suite_table", "write_corpus"]
 
 _LIVE_CALLS: Final = 2000  # calls per live-check repeat
 _CONSTRUCTIONS: Final = 200  # Guards built per construction repeat
@@ -175,7 +175,8 @@ def _stream_file(folder: Path, events: int, seed: int) -> Path:
     return path
 
 
-def _corpus(folder: Path, files: int, seed: int) -> Path:
+def write_corpus(folder: Path, files: int, seed: int) -> Path:
+    """`folder/corpus` holding `files` seeded synthetic JSONL traces of 40 steps each; returns that folder."""
     rng = random.Random(seed)
     root = folder / "corpus"
     root.mkdir()
@@ -264,7 +265,7 @@ def run_suite(
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             if corpus:
-                root = _corpus(folder, corpus, seed)
+                root = write_corpus(folder, corpus, seed)
                 wall, peak, status = _subprocess_run([str(root)])
                 rows.append(SuiteRow(f"loopguard run, {corpus} files", "run", 1, wall * 1e6, wall * 1e6,
                                      goal="≤ 1 s for 1,000 files",
