@@ -139,7 +139,8 @@ def test_an_unknown_policy_in_a_trace_fails_it_when_it_runs(project: pytest.Pyte
     [
         ("v.yaml", "loopguard: 2\nname: v\nsteps: []\n",
          "traces/v.yaml:1: field 'loopguard': unsupported format version 2; expected 1 (the integer)"),
-        ("n.yaml", "loopguard: 1\nname: [a]\nsteps: []\n", "traces/n.yaml:2: field 'name': expected a non-empty string, got list"),
+        ("n.yaml", "loopguard: 1\nname: [a]\nsteps: []\n",
+         "traces/n.yaml:2: field 'name': expected a non-empty string, got list"),
         ("s.yaml", "loopguard: 1\nname: s\ntags: [a\nsteps: []\n",
          "traces/s.yaml:4: YAML syntax error: did not find expected ',' or *"),
         ("h.jsonl", '{"loopguard": 1, "name": "a::b"}\n{"tool": "a"}\n',

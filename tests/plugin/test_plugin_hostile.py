@@ -1,5 +1,6 @@
 """Hostile and broken trace files in a user's repository: one-line errors (at collection for what collection
-reads, when the trace runs for the rest), every good trace still runs and is reported, and policy files resolve beside the trace whatever folder pytest starts in."""
+reads, when the trace runs for the rest), every good trace still runs and is reported, and policy files
+resolve beside the trace whatever folder pytest starts in."""
 
 from __future__ import annotations
 
