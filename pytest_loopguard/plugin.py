@@ -16,7 +16,6 @@ import pytest
 import yaml
 
 from . import fixtures, sim_fixtures
-from .coverage import coverage_table, rule_coverage
 from .engines import registry
 from .errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
 from .expect import Mismatch, check
@@ -30,7 +29,6 @@ from .golden import (
     unchecked_expectations,
 )
 from .headers import TraceHeader, read_headers
-from .importers.recognise import skip_note
 from .model import ReplayResult, Trace
 from .policy import resolve_policy
 from .policy_option import parse_policy_option
@@ -136,6 +134,8 @@ class LoopguardSession:
             for line in sorted(self.unchecked):
                 terminalreporter.write_line(f"  {line}")
         if self.coverage:
+            from .coverage import coverage_table, rule_coverage  # only this option reads it
+
             terminalreporter.write_line(coverage_table(rule_coverage(self.entries)))
         if self.report_path is not None:
             terminalreporter.write_line(f"loopguard: report written to {self.report_path}")
@@ -324,7 +324,10 @@ class TraceFile(pytest.File):
         try:
             return self.traces()
         except NotATraceError as exc:
-            # Some other JSON/YAML kept beside the traces (an OTel export): not a test, and not an error.
+            # Some other JSON/YAML kept beside the traces (an OTel export): not a test, and not an error. The
+            # importers (which name the log format) load only for such a file.
+            from .importers.recognise import skip_note
+
             shown = _display_path(self.path, self.config.rootpath)
             raise pytest.skip.Exception(NOT_A_TRACE + skip_note(shown, self.path, exc)) from None
         except TraceError as exc:
