@@ -32,7 +32,7 @@ from typing import Any, NoReturn, TextIO
 
 from tabulate import tabulate
 
-from . import __version__, diff_cmd, import_cmd
+from . import __version__, diff_cmd, import_cmd, replay_cmd
 from .console import emit, fit_table, progress
 from .engines import ENGINE_ORDER, registry
 from .errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
@@ -207,6 +207,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    if replay_cmd.streams(args) and (status := replay_cmd.run(args, _out, _err)) is not None:
+        return status  # a JSONL trace: printed as it is replayed, in bounded memory
     trace = _load_one(args.file)
     result = execute(trace, args.policy)
     if args.html:
@@ -217,11 +219,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         _json(result.to_dict())
         return EXIT_OK
     _out(timeline_table(result))
-    mismatches = check(result)
-    if mismatches:
-        _out(f"expectations: {len(mismatches)} mismatch{'es' if len(mismatches) != 1 else ''}")
-        for m in mismatches:
-            _out(f"  {m}")
+    for line in replay_cmd.mismatch_lines(check(result)):
+        _out(line)
     return EXIT_OK
 
 

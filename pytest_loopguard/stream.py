@@ -17,15 +17,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from .errors import LoopguardError, NotATraceError, TraceError, warn
 from .expect import Mismatch, check, check_reached, check_run
 from .faststep import step_from_line
 from .limits import MAX_FILE_BYTES
-from .model import ReplayResult, Step, ToolCall, Trace
+from .model import ReplayResult, Step, StepResult, ToolCall, Trace
 from .policy import Policy
 from .replay import Replayer, policy_for, turn_plan
 from .runner import execute, load_file
@@ -178,12 +178,16 @@ def _objective(header: Trace, path: str) -> str:
     return ""
 
 
-def replay_jsonl(path: str | Path, policy: Policy | str | None = None) -> StreamedRun | None:
+def replay_jsonl(
+    path: str | Path, policy: Policy | str | Mapping[str, Any] | None = None,
+    on_step: Callable[[Step, StepResult], object] | None = None,
+) -> StreamedRun | None:
     """Replay a JSONL trace file as it is read and check its expectations as the steps go by.
 
     The result has no step timeline (`steps` is empty) but the run's counts (`step_counts`), outcome and
-    where it stopped; mismatches are the same as `expect.check` finds on a full replay. None for a
-    scenario (`mode: simulate`), which is simulated, not replayed.
+    where it stopped; mismatches are the same as `expect.check` finds on a full replay. `on_step` is
+    given each step and its result as they go by (`loopguard replay` prints them). None for a scenario
+    (`mode: simulate`), which is simulated, not replayed.
     """
     name = str(path)
     try:
@@ -200,6 +204,8 @@ def replay_jsonl(path: str | Path, policy: Policy | str | None = None) -> Stream
             strict = header.strict
             for step, calls in _planned(_steps(rows, name, torn), replayer):
                 got = replayer.step(step, calls)
+                if on_step is not None:
+                    on_step(step, got)
                 counts[got.action] = counts.get(got.action, 0) + 1
                 m = check_reached(step, got, strict)
                 if m is not None:
