@@ -16,12 +16,12 @@ from typing import Any, Final
 
 from .errors import TraceError
 from .fingerprint import canonical_json
-from .limits import MAX_DEPTH, MAX_INT, MAX_SETTING, MAX_STRING
+from .limits import MAX_INT, MAX_SETTING, MAX_STRING
 from .model import LLMCall, Step, StepExpect, StepSource, ToolCall, ToolResult
-from .safeload import parse_json
+from .safeload import parse_json, plain_value
 from .traceio import _step, _step_source, parse_step_expect
 
-__all__ = ["plain_value", "step_from_line"]
+__all__ = ["step_from_line"]
 
 
 def _no_constant(name: str) -> Any:
@@ -159,28 +159,6 @@ def _plain_args(args: dict[str, Any]) -> bool:
                 return False
         elif not plain_value(value, 3):  # a list or mapping inside the arguments (args is depth 2)
             return False
-    return True
-
-
-def plain_value(value: Any, depth: int) -> bool:
-    """Whether `value`, a container at nesting `depth`, holds only in-bound values: integers within ±MAX_INT,
-    finite floats, nesting to at most MAX_DEPTH (strings are bounded by the line's length)."""
-    stack = [(value, depth)]
-    while stack:
-        item, level = stack.pop()
-        kind = type(item)
-        if kind is dict or kind is list:
-            if level > MAX_DEPTH:
-                return False
-            for child in item.values() if kind is dict else item:
-                ck = type(child)
-                if ck is dict or ck is list:
-                    stack.append((child, level + 1))
-                elif ck is int:
-                    if not -MAX_INT <= child <= MAX_INT:
-                        return False
-                elif ck is float and not math.isfinite(child):
-                    return False
     return True
 
 
