@@ -52,7 +52,7 @@ def _open(path: str) -> IO[bytes]:
             raise TraceError("not a regular file (a FIFO, device or folder); only regular files are read", file=path)
     except OSError as exc:
         raise TraceError(f"cannot read: {exc.strerror or exc}", file=path) from None
-    return open(path, "rb")
+    return open(path, "rb", buffering=0)  # blocks are read whole: a buffer would only copy them
 
 
 _BLOCK = 1 << 20  # read and decode a MiB at a time: per-line reads cost more than the JSON parse of a short line
