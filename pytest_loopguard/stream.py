@@ -58,10 +58,10 @@ def _open(path: str) -> IO[bytes]:
 _BLOCK = 1 << 20  # read and decode a MiB at a time: per-line reads cost more than the JSON parse of a short line
 
 
-def _lines(handle: IO[bytes], path: str) -> Iterator[str]:
-    """Every line as text, split at "\n" only (as the loader splits), decoded as strict UTF-8 a block of
-    whole lines at a time. A line is at most MAX_FILE_BYTES long (the loader's bound on a whole file);
-    the file itself may be any length."""
+def _blocks(handle: IO[bytes], path: str) -> Iterator[list[str]]:
+    """Every line as text, a block of lines at a time: split at "\\n" only (as the loader splits) and
+    decoded as strict UTF-8 a block of whole lines at once. A line is at most MAX_FILE_BYTES long (the
+    loader's bound on a whole file); the file itself may be any length."""
     parts: list[bytes] = []  # the start of a line that runs past the blocks read so far
     held = 0
     offset = 0  # bytes of the file decoded so far (for the error on a bad byte)
@@ -84,10 +84,10 @@ def _lines(handle: IO[bytes], path: str) -> Iterator[str]:
         lines = text.split("\n")
         lineno += len(lines)
         offset += len(data) + 1
-        yield from lines
+        yield lines
         parts, held = [block[cut + 1:]], len(block) - cut - 1
     if held:
-        yield _decode(b"".join(parts), path, offset, lineno)
+        yield [_decode(b"".join(parts), path, offset, lineno)]
 
 
 def _decode(data: bytes, path: str, offset: int, lineno: int) -> str:
@@ -101,12 +101,15 @@ def _decode(data: bytes, path: str, offset: int, lineno: int) -> str:
 def _rows(handle: IO[bytes], path: str) -> Iterator[tuple[int, str, bool]]:
     """(line number, text, whether it is the last) of each non-blank line."""
     pending: tuple[int, str] | None = None
-    for lineno, text in enumerate(_lines(handle, path), 1):
-        if not text or text.isspace():
-            continue
-        if pending is not None:
-            yield pending[0], pending[1], False
-        pending = (lineno, text)
+    lineno = 0
+    for lines in _blocks(handle, path):
+        for text in lines:
+            lineno += 1
+            if not text or text.isspace():
+                continue
+            if pending is not None:
+                yield pending[0], pending[1], False
+            pending = (lineno, text)
     if pending is not None:
         yield pending[0], pending[1], True
 
@@ -139,7 +142,8 @@ def _steps(rows: Iterator[tuple[int, str, bool]], path: str, torn: list[str] | N
 
 def _planned(steps: Iterator[Step], replayer: Replayer) -> Iterator[tuple[Step, tuple[ToolCall, ...] | None]]:
     """Each step with the calls of the turn it starts, holding one stretch (llm step to llm step) at a time.
-    Once the run has ended no step needs its turn's calls (each is `not_reached`), so planning stops."""
+    Stops once the run has ended: no later step needs its turn's calls (each is `not_reached`), and the
+    caller reads the rest of `steps` itself."""
     held: list[Step] = []
     has_llm: bool | None = None  # unknown until the first llm step, or the end of the file
     for step in steps:
@@ -148,8 +152,6 @@ def _planned(steps: Iterator[Step], replayer: Replayer) -> Iterator[tuple[Step, 
                 yield from _stretch(held, True)
                 if replayer.outcome is not None:
                     yield step, None
-                    for rest in steps:  # still read and checked: a bad line after the stop is reported
-                        yield rest, None
                     return
             has_llm = True
             held = [step]
@@ -202,7 +204,9 @@ def replay_jsonl(
             counts: dict[str, int] = {}
             mismatches: list[Mismatch] = []
             strict = header.strict
-            for step, calls in _planned(_steps(rows, name, torn), replayer):
+            steps = _steps(rows, name, torn)
+
+            def record(step: Step, calls: tuple[ToolCall, ...] | None) -> None:
                 got = replayer.step(step, calls)
                 if on_step is not None:
                     on_step(step, got)
@@ -210,6 +214,16 @@ def replay_jsonl(
                 m = check_reached(step, got, strict)
                 if m is not None:
                     mismatches.append(m)
+
+            for step, calls in _planned(steps, replayer):
+                record(step, calls)
+            # the run has ended (or the file has): each step left is still read and checked, so a bad line
+            # after a stop is reported, and is `not_reached`; a result is made only where something reads it
+            for step in steps:
+                if on_step is None and step.expect is None:
+                    counts["not_reached"] = counts.get("not_reached", 0) + 1
+                else:
+                    record(step, None)
             outcome = replayer.finish()
     except OSError as exc:
         raise TraceError(f"cannot read: {exc.strerror}", file=name) from None

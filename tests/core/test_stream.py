@@ -123,3 +123,20 @@ def test_a_line_beyond_the_bound_and_a_bad_byte_are_named_by_line(tmp_path: Path
         replay_jsonl(bad)  # the first 3 lines span 4 blocks; the offset is 32 + 14 + 10 bytes
     assert str(streamed.value) == str(loaded.value) and str(streamed.value).endswith(
         "bad.jsonl:3: not UTF-8 text (byte 0xff at offset 56)")
+
+
+def test_lines_after_the_run_stopped_are_still_checked(tmp_path: Path) -> None:
+    trace = synthetic_trace("stops", random.Random(1), steps=200)
+    path = tmp_path / "stops.jsonl"
+    dump(trace, path)
+    streamed = replay_jsonl(path)
+    assert streamed is not None and streamed.result.outcome == "stopped"
+    stopped_at = streamed.result.stopped_at
+    assert stopped_at is not None and streamed.result.counts()["not_reached"] == len(trace.steps) - stopped_at - 1
+    with path.open("a", encoding="utf-8") as out:
+        out.write('{"tool": "a", "result": {"tokens": -1}}\n{"tool": "b"}\n')
+    with pytest.raises(TraceError) as loaded:
+        load_file(path)
+    with pytest.raises(TraceError) as after_stop:
+        replay_jsonl(path)
+    assert str(after_stop.value) == str(loaded.value) and f":{len(trace.steps) + 2}:" in str(after_stop.value)
