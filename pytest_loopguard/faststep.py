@@ -21,7 +21,7 @@ from .model import LLMCall, Step, StepExpect, StepSource, ToolCall, ToolResult
 from .safeload import parse_json, plain_value
 from .traceio import _step, _step_source, parse_step_expect
 
-__all__ = ["step_from_line"]
+__all__ = ["plain_step", "step_from_line"]
 
 
 def _no_constant(name: str) -> Any:
@@ -49,6 +49,18 @@ def step_from_line(text: str, index: int, path: str | None, line: int) -> Step:
         return _step(raw, index)
     except TraceError as exc:
         raise exc.located(file=path, line=line) from None
+
+
+def plain_step(text: str, index: int) -> Step | None:
+    """Step `index` when its line is plainly valid, else None (never an error: the caller then reads the
+    line, or the whole file, with the full checks, which word the error)."""
+    got = _fast(text, index)
+    if got is None or type(got) is Step:
+        return got
+    try:
+        return _step(got, index)
+    except TraceError:
+        return None
 
 
 def _fast(text: str, index: int) -> Step | dict[str, Any] | None:

@@ -151,3 +151,22 @@ def test_the_hostile_repro_lines_read_as_the_loader_reads_them() -> None:
         for line in path.read_text(encoding="utf-8").split("\n")[1:]:
             if line.strip():
                 same_as_full(line)
+
+
+def test_jsonl_files_load_alike_through_the_fast_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_loopguard import traceio
+
+    traces = [t for t in validate_paths([ROOT / "traces"])[0] if t.mode != "simulate"]
+    texts = [dumps(t, "jsonl") for t in traces]
+    fast = [traceio.loads(text, fmt="jsonl", path="t.jsonl")[0] for text in texts]
+    with monkeypatch.context() as m:
+        m.setattr(traceio, "_plain_jsonl", lambda header, rows, path: None)
+        full = [traceio.loads(text, fmt="jsonl", path="t.jsonl")[0] for text in texts]
+    taken = sum(traceio._plain_jsonl(json.loads(text.split("\n")[0]), [
+        (i, line) for i, line in enumerate(text.split("\n")[1:], 2) if line.strip()], "t.jsonl") is not None
+        for text in texts)
+    assert taken == len(texts)  # every corpus trace is plain enough for the fast reader
+    for a, b in zip(fast, full, strict=True):
+        assert dumps(a, "jsonl") == dumps(b, "jsonl")
+        assert [s.call and s.call.fingerprint for s in a.steps] == [s.call and s.call.fingerprint for s in b.steps]
+        assert (a.path, a.warnings, a.policy) == (b.path, b.warnings, b.policy)
