@@ -66,8 +66,10 @@ def _blocks(handle: IO[bytes], path: str) -> Iterator[list[str]]:
     held = 0
     offset = 0  # bytes of the file decoded so far (for the error on a bad byte)
     lineno = 0
+    # a small file is read in one block of its own size: a MiB allocated per file costs more than its parse
+    want = min(_BLOCK, os.fstat(handle.fileno()).st_size + 1)
     while True:
-        block = handle.read(_BLOCK)
+        block = handle.read(want)
         if not block:
             break
         cut = block.rfind(b"\n")
