@@ -56,6 +56,15 @@ def test_a_new_key_past_the_cap_evicts_the_least_recently_used() -> None:
     assert m.get("b") is None and m.get("b", 0) == 0 and "b" not in m
 
 
+def test_increment_counts_marks_the_key_used_and_evicts_only_for_a_new_key() -> None:
+    m: LRUMap[str, int] = LRUMap(2)
+    assert (m.increment("a"), m.increment("b"), m.increment("a")) == (1, 1, 2)
+    assert list(m) == ["b", "a"] and m.evicted == 0  # counting a marked it: b is now the oldest
+    assert m.increment("c") == 1
+    assert dict(m) == {"a": 2, "c": 1} and list(m) == ["a", "c"] and m.evicted == 1
+    assert m.increment("b") == 1  # evicted: counted from nothing again
+
+
 def test_a_cap_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="cap"):
         LRUMap(0)
