@@ -55,7 +55,7 @@ class Settings(EngineSettings):
     outcome_block_threshold: int = 4  # 0 disables outcome poisoning
     outcome_prefix_bytes: int = 1000
     reset_on_user_message: bool = True
-    # per-identity maps (facts, outcome counts, poisoned identities, ping-pong warnings) keep at most this
+    # per-identity maps (outcome counts, poisoned identities, ping-pong warnings) keep at most this
     # many keys, least recently used evicted first (docs/engines.md, "Bounded state")
     max_keys: int = DEFAULT_MAX_KEYS
 
@@ -81,8 +81,6 @@ class Settings(EngineSettings):
 
 
 NAME = "loop_guard"
-# what the engine knows of an identity: (identity, tool, observation?, poll?)
-Facts = tuple[str, str, bool, bool]
 LoopGuardSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
 
 
@@ -122,11 +120,11 @@ class LoopGuard(Engine):
             self._exempt.setdefault(rule["tool"], []).append(rule.get("when") or {})
         self._poll_words = tuple(w.lower() for w in settings.poll_words)
         self._poll_shell_tools = frozenset(settings.poll_shell_tools)
-        # identity -> (identity, tool, observation?, poll?): pure functions of the identity, kept across
-        # resets. A cache only: the ring holds the facts of its own calls, so an evicted entry is recomputed
-        # (the same value) the next time its identity is called, and no verdict depends on the cap here.
-        self._facts: LRUMap[str, Facts] = LRUMap(max(settings.max_keys, settings.ring_size))
-        self._ring: deque[Facts] = deque(maxlen=settings.ring_size)
+        # the identities of the last `ring_size` calls and the calls themselves: whether a call is a poll or
+        # an observation is asked only when a rule needs it (a count at a threshold, a periodic ring),
+        # from the call, so no per-identity map is kept for it
+        self._ring: deque[str] = deque(maxlen=settings.ring_size)
+        self._ring_calls: deque[ToolCall] = deque(maxlen=settings.ring_size)
         # per ping-pong period p: how many newest ring entries in a row equal the entry p before them,
         # kept as calls arrive so a periodic tail is measured without rescanning the ring
         # (index, period, matches needed): a period's last `window` calls repeat once `window - period`
@@ -170,17 +168,20 @@ class LoopGuard(Engine):
         args = call.args
         return any(all(args.get(k) == v for k, v in when.items()) for when in conditions)
 
-    def _new_facts(self, identity: str, call: ToolCall) -> Facts:
-        observation = self.run.kind(call) == "observation"
-        poll = observation
-        if not poll and call.tool in self._poll_shell_tools:
-            text = call.ordered
-            if len(text) < self.settings.poll_max_chars:
-                lowered = text.lower()
-                poll = any(word in lowered for word in self._poll_words)
-        facts = (identity, call.tool, observation, poll)
-        self._facts[identity] = facts
-        return facts
+    def _observation(self, call: ToolCall) -> bool:
+        return self.run.kind(call) == "observation"
+
+    def _poll(self, call: ToolCall) -> bool:
+        """An observation, or a short shell command with a poll word: its thresholds are multiplied."""
+        if self._observation(call):
+            return True
+        if call.tool not in self._poll_shell_tools:
+            return False
+        text = call.ordered
+        if len(text) >= self.settings.poll_max_chars:
+            return False
+        lowered = text.lower()
+        return any(word in lowered for word in self._poll_words)
 
     # ---- hooks -------------------------------------------------------------------------------------
     @hookimpl
@@ -188,17 +189,15 @@ class LoopGuard(Engine):
         if self._exempt and self._is_exempt(call):
             return None  # invisible: the current identity and its count stay as they were
         identity = self._identity(call)
-        facts = self._facts.get(identity)
-        if facts is None:
-            facts = self._new_facts(identity, call)
         # the ring holds every call the agent made, blocked ones included
         ring = self._ring
-        ring.append(facts)
+        ring.append(identity)
+        self._ring_calls.append(call)
         periodic = False
         if self._period_needs:
             n, runs = len(ring), self._runs
             for j, period, need in self._period_needs:
-                run = runs[j] = runs[j] + 1 if n > period and ring[-1 - period][0] == identity else 0
+                run = runs[j] = runs[j] + 1 if n > period and ring[-1 - period] == identity else 0
                 # only matches still inside the ring count: a full ring dropped the oldest ones a run counted
                 if run >= need and n - period >= need:
                     periodic = True
@@ -206,7 +205,7 @@ class LoopGuard(Engine):
         if self._poisoned:
             poisoned_at = self._poisoned.get(identity)
             if poisoned_at is not None:
-                return self._poisoned_verdict(facts[1], poisoned_at)
+                return self._poisoned_verdict(call.tool, poisoned_at)
 
         if identity != self._current:
             self._current = identity
@@ -215,11 +214,11 @@ class LoopGuard(Engine):
         self._consecutive += 1
         first = self._first_threshold
         if first is not None and self._consecutive >= first:
-            verdict = self._consecutive_verdict(facts)
+            verdict = self._consecutive_verdict(call)
             if verdict is not None:
                 return verdict
         if periodic:
-            return self._ping_pong(identity, facts[1])
+            return self._ping_pong(identity, call.tool)
         return None
 
     def _poisoned_verdict(self, tool: str, poisoned_at: int) -> Verdict:
@@ -230,10 +229,10 @@ class LoopGuard(Engine):
             {"tool": tool, "outcome_count": poisoned_at, "threshold": self.settings.outcome_block_threshold},
         )
 
-    def _consecutive_verdict(self, facts: Facts) -> Verdict | None:
+    def _consecutive_verdict(self, call: ToolCall) -> Verdict | None:
         """The consecutive rule's verdict for the current identity's count, if it reached a threshold."""
         s = self.settings
-        _, tool, _, poll = facts
+        tool, poll = call.tool, self._poll(call)
         count = self._consecutive
         multiplier = s.poll_multiplier if poll else 1
         block_at = s.block_at * multiplier if s.block_at is not None else None
@@ -291,13 +290,14 @@ class LoopGuard(Engine):
                 continue
             cycle = [ring[i] for i in range(n - period, n)]
             # ... and are not one identity over and over (that is the consecutive rule's business)
-            if all(c[0] == cycle[0][0] for c in cycle):
+            if all(c == cycle[0] for c in cycle):
                 continue
-            if self._observation_exempt(cycle):
+            calls = [self._ring_calls[i] for i in range(n - period, n)]
+            if self._observation_exempt(calls):
                 continue
             # whole trailing repetitions: the periodic tail is the run of matches plus the period they match
             repeats = (run + period) // period
-            tools = [c[1] for c in cycle]
+            tools = [c.tool for c in calls]
             data: dict[str, Any] = {"tool": tool, "period": period, "repeats": repeats, "tools": tools,
                                     "threshold": s.ping_pong_min_repeats}
             names = ", ".join(f"'{t}'" for t in tools)
@@ -321,12 +321,13 @@ class LoopGuard(Engine):
             )
         return None
 
-    def _observation_exempt(self, cycle: list[Facts]) -> bool:
+    def _observation_exempt(self, cycle: list[ToolCall]) -> bool:
         """Observation ↔ action alternation is normal browsing: exempt when exactly one side of any
         neighbouring pair of the cycle (A–B, B–C, C–A) is an observation. Two observations are not."""
         period = len(cycle)
         pairs = 1 if period == 2 else period
-        return any(cycle[i][2] != cycle[(i + 1) % period][2] for i in range(pairs))
+        observation = [self._observation(c) for c in cycle]
+        return any(observation[i] != observation[(i + 1) % period] for i in range(pairs))
 
     @hookimpl
     def loopguard_after_call(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> None:
@@ -353,6 +354,7 @@ class LoopGuard(Engine):
             return
         # a user message starts a new prompt: Spacebot builds a fresh guard for it
         self._ring.clear()  # the runs restart by themselves: a first call has nothing to match
+        self._ring_calls.clear()
         self._forget_current()
         self._ping_pong_warnings.clear()
         self._outcomes.clear()
