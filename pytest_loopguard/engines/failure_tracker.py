@@ -246,7 +246,7 @@ class FailureTracker(Engine):
                 )]
         if s.guardrails:
             blocks = self._guardrail_blocks(call)
-            if blocks:
+            if blocks is not None:
                 verdicts = [*(verdicts or ()), *blocks]
         return verdicts
 
@@ -430,38 +430,36 @@ class FailureTracker(Engine):
         )
 
     # ---- guardrails --------------------------------------------------------------------------------
-    def _guardrail_blocks(self, call: ToolCall) -> list[Verdict]:
+    def _guardrail_blocks(self, call: ToolCall) -> list[Verdict] | None:
         s = self.settings
-        out: list[Verdict] = []
+        out: list[Verdict] | None = None  # a list only for a call that is blocked
         signature = call.fingerprint
         if s.exact_failure_block_at is not None:
             exact = self.exact_failures.get(signature, 0)
             if exact >= s.exact_failure_block_at:
-                out.append(Verdict(
+                out = [Verdict(
                     NAME, "block", "failure_tracker.exact_failure",
                     f"Blocked: '{call.tool}' failed {exact} times with these exact arguments. Do not retry it "
                     "unchanged; change strategy or explain the blocker.",
                     {"count": exact, "block_at": s.exact_failure_block_at, "tool": call.tool},
-                ))
+                )]
         if s.no_progress_block_at is not None and call.tool in self._read_only:
             progress = self.no_progress.get(signature)
             if progress is not None and progress[1] >= s.no_progress_block_at:
-                out.append(Verdict(
+                out = [*(out or ()), Verdict(
                     NAME, "block", "failure_tracker.no_progress",
                     f"Blocked: '{call.tool}' returned the same result {progress[1]} times. Use the result you "
                     "already have or change the query.",
                     {"count": progress[1], "block_at": s.no_progress_block_at, "tool": call.tool},
-                ))
+                )]
         return out
 
     def _guardrail_outcome(self, call: ToolCall, result: ToolResult | None, failed: bool) -> Verdict | None:
         s = self.settings
         signature, tool = call.fingerprint, call.tool
         if failed:
-            exact = self.exact_failures.get(signature, 0) + 1
-            self.exact_failures[signature] = exact
-            same = self.tool_failures.get(tool, 0) + 1
-            self.tool_failures[tool] = same
+            exact = self.exact_failures.increment(signature)
+            same = self.tool_failures.increment(tool)
             self.no_progress.pop(signature, None)
             if s.same_tool_failure_stop_at is not None and same >= s.same_tool_failure_stop_at:
                 return Verdict(
