@@ -230,7 +230,8 @@ class Budget(Engine):
 
     # ---- hooks -------------------------------------------------------------------------------------
     @hookimpl
-    def loopguard_before_call(self, call: ToolCall) -> list[Verdict] | None:
+    def loopguard_before_call(self, call: ToolCall, result: ToolResult | None) -> list[Verdict] | None:
+        # every argument of the event, in the contract's order: the Guard then calls these methods directly
         if not self._open:
             return None
         s = self.settings
@@ -310,7 +311,7 @@ class Budget(Engine):
         return out
 
     @hookimpl
-    def loopguard_after_call(self, result: ToolResult | None, blocked: bool) -> Verdict | None:
+    def loopguard_after_call(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> Verdict | None:
         if not self._open or blocked or result is None:
             return None
         if result.ok:

@@ -222,7 +222,8 @@ class FailureTracker(Engine):
 
     # ---- calls -------------------------------------------------------------------------------------
     @hookimpl
-    def loopguard_before_call(self, call: ToolCall) -> list[Verdict] | None:
+    def loopguard_before_call(self, call: ToolCall, result: ToolResult | None) -> list[Verdict] | None:
+        # every argument of the event, in the contract's order: the Guard then calls this method directly
         s = self.settings
         # most calls get no verdict: the list is built only for one that does
         verdicts: list[Verdict] | None = None

@@ -185,7 +185,8 @@ class LoopGuard(Engine):
 
     # ---- hooks -------------------------------------------------------------------------------------
     @hookimpl
-    def loopguard_before_call(self, call: ToolCall) -> Verdict | None:
+    def loopguard_before_call(self, call: ToolCall, result: ToolResult | None) -> Verdict | None:
+        # every argument of the event, in the contract's order: the Guard then calls this method directly
         if self._exempt and self._is_exempt(call):
             return None  # invisible: the current identity and its count stay as they were
         identity = self._identity(call)
