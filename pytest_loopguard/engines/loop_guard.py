@@ -343,7 +343,7 @@ class LoopGuard(Engine):
         # them. An ASCII prefix is its own bytes (kept as text, sparing an encode per call); any other
         # has a byte >= 0x80 within the first `size`, so keys of the two kinds never stand for equal bytes.
         prefix = text[:size]
-        identity = self._identity(call)
+        identity = self._last_identity if call is self._last_call else self._identity(call)
         key = (identity, prefix if prefix.isascii() else prefix.encode("utf-8")[:size])
         count = self._outcomes.increment(key)
         if count >= threshold and identity not in self._poisoned:
