@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ..fingerprint import key_part
 from ..hookspecs import hookimpl
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 __all__ = ["ENGINE", "ReadTracker", "Region", "Settings"]
 
 Region = tuple[Any, Any, Any]  # (path as given, offset, limit)
+# argument types `key_part` returns as they are (exact types: a subclass might be a container)
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,35 +127,39 @@ class ReadTracker(Engine):
     # ---- keys --------------------------------------------------------------------------------------
     def _region(self, args: Mapping[str, Any]) -> Region:
         s = self.settings
-        return (
-            key_part(args.get("path")),
-            key_part(args.get("offset", s.read_offset_default)),
-            key_part(args.get("limit", s.read_limit_default)),
-        )
+        path = args.get("path")
+        offset = args.get("offset", s.read_offset_default)
+        limit = args.get("limit", s.read_limit_default)
+        # scalars (nearly every read) are their own key part: `key_part` only when a value is a container
+        if type(path) in _SCALARS and type(offset) in _SCALARS and type(limit) in _SCALARS:
+            return (path, offset, limit)
+        return (key_part(path), key_part(offset), key_part(limit))
 
     def _search_key(self, args: Mapping[str, Any]) -> Hashable:
         s = self.settings
-        key: tuple[Hashable, ...] = (
+        key: tuple[Any, ...] = (
             "search",
-            key_part(args.get("pattern")),
-            key_part(args.get("target", s.search_target_default)),
-            key_part(args.get("path", s.search_path_default)),
-            key_part(args.get("file_glob")),
+            args.get("pattern"),
+            args.get("target", s.search_target_default),
+            args.get("path", s.search_path_default),
+            args.get("file_glob"),
         )
         if s.search_pagination:
-            key += (
-                key_part(args.get("limit", s.search_limit_default)),
-                key_part(args.get("offset", s.search_offset_default)),
-            )
-        return key
+            key += (args.get("limit", s.search_limit_default), args.get("offset", s.search_offset_default))
+        if all(type(part) in _SCALARS for part in key):
+            return key
+        return tuple(key_part(part) for part in key)
 
     # ---- hooks -------------------------------------------------------------------------------------
     @hookimpl
     def loopguard_before_call(self, call: ToolCall, result: ToolResult | None) -> list[Verdict] | Verdict | None:
         if not self._per_file:
             return self._consecutive(call, result)
-        verdicts = [v for v in (self._count_files(call), self._consecutive(call, result)) if v is not None]
-        return verdicts or None
+        files = self._count_files(call)
+        streak = self._consecutive(call, result)
+        if files is None:
+            return streak
+        return files if streak is None else [files, streak]
 
     def _consecutive(self, call: ToolCall, result: ToolResult | None) -> Verdict | None:
         kind = self.run.kind(call)
