@@ -103,7 +103,7 @@ class ReadTracker(Engine):
         self._count = [0, 0]
         self._regions: dict[Region, None] = {}  # insertion-ordered set of regions read
         self._fresh: LRUMap[Region, int] = LRUMap(settings.max_keys)  # region -> stub hits since its last full read
-        self._fresh_by_path: dict[Any, set[Region]] = {}
+        self._fresh_by_path: dict[Any, set[Region]] = {}  # path -> its regions in `_fresh` (the same cap)
         # per-file layer
         self._per_file = any(v is not None for v in (settings.file_reads_warn_at, settings.file_reads_block_at,
                                                      settings.exact_reread_warn_at, settings.file_reverts_warn_at))
@@ -203,8 +203,7 @@ class ReadTracker(Engine):
                 if len(regions) > self.settings.max_keys:  # drop the first read: the list stays in read order
                     del regions[next(iter(regions))]
             if self.settings.unchanged_stub:
-                self._fresh[region] = 0
-                self._fresh_by_path.setdefault(region[0], set()).add(region)
+                self._mark_fresh(region)
         elif kind == "write" and self.settings.unchanged_stub:
             self._forget_path(key_part(call.args.get("path")))
 
@@ -222,6 +221,20 @@ class ReadTracker(Engine):
         self._fresh_by_path.clear()
 
     # ---- rules -------------------------------------------------------------------------------------
+    def _mark_fresh(self, region: Region) -> None:
+        """A full read of `region`: its stub hits start again, and its path indexes it."""
+        fresh = self._fresh
+        if region not in fresh and len(fresh) >= fresh.cap:
+            # the map is about to evict its least recently used region: the path index drops it too, so
+            # the index holds exactly the regions the map does (at most `max_keys`)
+            old = next(iter(fresh))
+            regions = self._fresh_by_path[old[0]]
+            regions.discard(old)
+            if not regions:
+                del self._fresh_by_path[old[0]]
+        fresh[region] = 0
+        self._fresh_by_path.setdefault(region[0], set()).add(region)
+
     def _forget_path(self, path: Any) -> None:
         for region in self._fresh_by_path.pop(path, ()):
             self._fresh.pop(region, None)
