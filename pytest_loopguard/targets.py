@@ -39,7 +39,7 @@ class CallTarget:
 
     # a plain slots class rather than a dataclass: what engines ask of every call (`on_open`, the files
     # of one effect) is worked out once here, since the run caches a target per distinct call
-    __slots__ = ("_files", "commands", "effect", "on_open", "targets", "verb")
+    __slots__ = ("commands", "effect", "effect_files", "on_open", "targets", "verb")
 
     def __init__(self, effect: Effect, verb: str, targets: tuple[str, ...] = (),
                  commands: tuple[Command, ...] = ()) -> None:
@@ -53,7 +53,8 @@ class CallTarget:
         for command in commands:
             if command.targets:
                 files.setdefault(command.effect, {}).update(dict.fromkeys(command.targets))
-        self._files: dict[Effect, tuple[str, ...]] = {effect: tuple(paths) for effect, paths in files.items()}
+        # effect -> the targets of the commands with that effect, once each (`files(effect)`; empty: no file)
+        self.effect_files: Mapping[Effect, tuple[str, ...]] = {e: tuple(paths) for e, paths in files.items()}
 
     @classmethod
     def of(cls, commands: Iterable[Command]) -> CallTarget:
@@ -67,7 +68,7 @@ class CallTarget:
     def files(self, *effects: Effect) -> tuple[str, ...]:
         """Every target of the commands with one of `effects` (of all commands when none is given), once each."""
         if len(effects) == 1:  # what engines ask on every call: computed with the target
-            return self._files.get(effects[0], ())
+            return self.effect_files.get(effects[0], ())
         seen: dict[str, None] = {}
         for command in self.commands:
             if not effects or command.effect in effects:

@@ -269,11 +269,13 @@ class ReadTracker(Engine):
 
     # ---- per-file layer ----------------------------------------------------------------------------
     def _count_files(self, call: ToolCall) -> Verdict | None:
+        files = self.run.target(call).effect_files
+        if not files:  # most calls name no file
+            return None
         s = self.settings
-        target = self.run.target(call)
         out: Verdict | None = None
         if s.file_reverts_warn_at is not None:
-            for path in target.files("revert"):
+            for path in files.get("revert", ()):
                 n = self.file_reverts[path] = self.file_reverts.get(path, 0) + 1
                 if n >= s.file_reverts_warn_at and (n - s.file_reverts_warn_at) % s.file_reverts_warn_at == 0:
                     out = Verdict(
@@ -286,7 +288,7 @@ class ReadTracker(Engine):
                     )
         if s.file_reads_warn_at is None and s.file_reads_block_at is None:
             return out
-        for path in target.files("read"):
+        for path in files.get("read", ()):
             n = self.file_reads[path] = self.file_reads.get(path, 0) + 1
             if s.file_reads_block_at is not None and n >= s.file_reads_block_at:
                 return Verdict(
