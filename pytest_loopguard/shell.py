@@ -157,16 +157,17 @@ def _shlex_commands(line: str) -> list[_Simple]:
 
 # Plain lines: words of letters, digits, `_./,:=+@%^~*?[]-` and at most one quoted part (single-quoted
 # without `\\`, `"` or a newline; double-quoted also without `'`, `$`, a backquote or `!`: bashlex unquotes
-# others its own way), `&&`, `||`, `|`, `;` and redirects. Most agent commands are such lines; bashlex
-# takes about a millisecond for one, this scan a few microseconds, with the same answer (tests compare the
-# two on every real command line and on random ones).
+# others its own way), `&&`, `||`, `|`, `;`, newlines and redirects; no comments (bashlex reads `#` its own
+# way). Most agent commands are such lines; bashlex takes about a millisecond for one, this scan a few
+# microseconds, with the same answer (tests compare the two on every real command line and random ones).
 _PLAIN_TOKEN: Final = re.compile(
     r"(?P<space>[ \t]+)"
+    r"|(?P<newline>\n)"
     r"|(?P<op>&&|\|\||[|;])"
     r"|(?P<redirect>>>|>\||>&|&>|>|<)"
     r"|(?P<word>[A-Za-z0-9_./,:=+@%^~*?\[\]-]*(?:'[^'\\\n\"]*'|\"[^\"'$`\\!\n]*\")?[A-Za-z0-9_./,:=+@%^~*?\[\]-]*)"
 )
-_AFTER_WORD: Final = frozenset(" \t|&;<>")
+_AFTER_WORD: Final = frozenset(" \t\n|&;<>")
 _ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[^~]*$")
 # words that may open or close a compound command where they stand: such lines go to bashlex
 _RESERVED: Final = frozenset({"if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until",
@@ -204,6 +205,11 @@ def _plain_commands(text: str) -> list[_Simple] | None:
         if kind == "space":
             fd_word = False
             continue
+        if kind == "newline" and pending is None:
+            fd_word = False
+            if not (started or redirected):
+                continue  # a blank line, or the line goes on after `&&`, `||`, `|` or `;`
+            kind = "op"  # a newline ends a command as `;` does
         if kind == "word":
             raw = m.group()
             if pos < end and text[pos] not in _AFTER_WORD:  # quoted parts run on (`'a''b'`): bashlex's own way
@@ -246,7 +252,7 @@ def _plain_commands(text: str) -> list[_Simple] | None:
             return None
         out.append(_Simple(words, redirects))
         words, redirects, started, redirected, prefix, fd_word = [], [], False, False, True, False
-        if m.group() != ";" and not text[pos:].strip():
+        if m.group() not in (";", "\n") and not text[pos:].strip():
             return None  # `a &&` with nothing after it
         if text.startswith("&", pos):
             return None  # `|&`, `;&`: operators of their own

@@ -210,6 +210,10 @@ def test_real_plain_lines_read_as_bashlex_reads_them() -> None:
     ("> f X=1 cat", [(["X=1", "cat"], [(">", "f")])]),  # ... except after a redirect, for bashlex
     ("cat a 2>/dev/null; echo a2>y 2>&1", [(["cat", "a"], [(">", "/dev/null")]), (["echo", "a2"], [(">", "y")])]),
     ("ls >> f < g >&h >|i &>j", [(["ls"], [(">>", "f"), ("<", "g"), (">&", "h"), (">|", "i"), ("&>", "j")])]),
+    ("cat a\nls b\n\ncat c", [(["cat", "a"], []), (["ls", "b"], []), (["cat", "c"], [])]),  # a newline is a `;`
+    ("cat a &&\n  ls |\nwc", [(["cat", "a"], []), (["ls"], []), (["wc"], [])]),  # ... or the line goes on
+    ("ls\n;cat", None),
+    ("ls # x", None),  # comments: bashlex reads `#` its own way
     ("--x='a b' c", None),  # `=` in the first word that is no assignment: bashlex decides
     ("'a''b'", None),  # two quoted parts in one word: bashlex unquotes them its own way
     ("\"it's\"", None),
