@@ -312,9 +312,11 @@ class ReadTracker(Engine):
     def _exact_reread(self, call: ToolCall, result: ToolResult) -> Verdict | None:
         previous, self._previous = self._previous, call.fingerprint
         target = self.run.target(call)
-        text = result.result_text
+        if target.effect != "read" or not target.targets:  # most calls: no read of a file
+            return None
+        text = result.text  # the call succeeded: its text is what it showed
         # a repeat in a row is the consecutive layer's; a read that returned no text showed nothing
-        if target.effect != "read" or not target.targets or not text or previous == call.fingerprint:
+        if not text or previous == call.fingerprint:
             return None
         key = (call.fingerprint, text)
         n = self._rereads[key] = self._rereads.get(key, 0) + 1
