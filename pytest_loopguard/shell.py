@@ -157,15 +157,19 @@ def _shlex_commands(line: str) -> list[_Simple]:
 
 # Plain lines: words of letters, digits, `_./,:=+@%^~*?[]-` and at most one quoted part (single-quoted
 # without `\\`, `"` or a newline; double-quoted also without `'`, `$`, a backquote or `!`: bashlex unquotes
-# others its own way), `&&`, `||`, `|`, `;`, newlines and redirects; no comments (bashlex reads `#` its own
-# way). Most agent commands are such lines; bashlex takes about a millisecond for one, this scan a few
-# microseconds, with the same answer (tests compare the two on every real command line and random ones).
+# others its own way; a word that is only a quoted part may hold backslashes and the other quote), `&&`,
+# `||`, `|`, `;`, newlines and redirects; no comments (bashlex reads `#` its own way). Most agent commands
+# are such lines; bashlex takes about a millisecond for one, this scan a few microseconds, with the same
+# answer (tests compare the two on every real command line and on random ones).
 _PLAIN_TOKEN: Final = re.compile(
     r"(?P<space>[ \t]+)"
     r"|(?P<newline>\n)"
     r"|(?P<op>&&|\|\||[|;])"
     r"|(?P<redirect>>>|>\||>&|&>|>|<)"
-    r"|(?P<word>[A-Za-z0-9_./,:=+@%^~*?\[\]-]*(?:'[^'\\\n\"]*'|\"[^\"'$`\\!\n]*\")?[A-Za-z0-9_./,:=+@%^~*?\[\]-]*)"
+    r"|(?P<word>[A-Za-z0-9_./,:=+@%^~*?\[\]-]+(?:'[^'\\\n\"]*'|\"[^\"'$`\\!\n]*\")?[A-Za-z0-9_./,:=+@%^~*?\[\]-]*"
+    r"|(?:'[^'\\\n\"]*'|\"[^\"'$`\\!\n]*\")[A-Za-z0-9_./,:=+@%^~*?\[\]-]*"
+    # a word that is one quoted part and nothing else: bashlex unquotes it as bash does, backslashes and all
+    r"|'[^'\n]*'|\"[^\"$`\\!\n]*\")"
 )
 _AFTER_WORD: Final = frozenset(" \t\n|&;<>")
 _ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[^~]*$")
@@ -175,6 +179,8 @@ _RESERVED: Final = frozenset({"if", "then", "else", "elif", "fi", "case", "esac"
 
 
 def _unquoted(raw: str) -> str:
+    if raw[0] in "'\"" and raw[-1] == raw[0] and len(raw) > 1 and raw.count(raw[0]) == 2:
+        return raw[1:-1]  # one quoted part and nothing else (the only form that may hold the other quote)
     for quote in ("'", '"'):
         at = raw.find(quote)
         if at >= 0:  # one quoted part at most (the token's pattern)
@@ -225,7 +231,7 @@ def _plain_commands(text: str) -> list[_Simple] | None:
                     redirects.append((pending, _unquoted(raw)))
                 pending = None
                 continue
-            if raw in _RESERVED:
+            if raw in _RESERVED or _unquoted(raw) in _RESERVED:
                 return None
             started = True
             if prefix and "=" in raw:

@@ -30,7 +30,8 @@ def test_a_very_long_line_is_read_by_the_linear_fallback() -> None:
 
 # pieces of plain lines and of what makes a line not plain, to find where the two readings could differ
 PLAIN_PIECES = [*"ab1 2./-'\"|&;<>=*~[]#$\t(){}`\\!\n%+é0", " ", " ", "cat ", "x=1 ", "2>", ">&", "&>", ">>",
-                "&&", "||", "|&", "in ", "<", ">|", "'a b'", '"c d"', "10>", "sed -n ", "'1,5p' ", "f.py", "2>&1"]
+                "&&", "||", "|&", "in ", "<", ">|", "'a b'", '"c d"', "10>", "sed -n ", "'1,5p' ", "f.py", "2>&1",
+                "'a\\\\b'", "\"it's\"", "'s/\\\\*x/y/' ", "'a\"b'"]
 PLAINISH = st.lists(st.sampled_from(PLAIN_PIECES), min_size=1, max_size=16).map("".join)
 
 
