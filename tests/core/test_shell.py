@@ -191,8 +191,7 @@ def plain_and_parsed(line: str) -> tuple[object, object]:
     return simple(_plain_commands(text)), simple(_parsed_commands(text))
 
 
-def test_real_plain_lines_read_as_bashlex_reads_them() -> None:
-    lines = real_command_lines()
+def assert_plain_lines_read_as_bashlex_reads_them(lines: list[str]) -> None:
     plain = 0
     for line in lines:
         fast, parsed = plain_and_parsed(line)
@@ -201,6 +200,10 @@ def test_real_plain_lines_read_as_bashlex_reads_them() -> None:
             assert fast == parsed, line
     # most agent commands are plain: the scan, not bashlex, reads them
     assert plain > 0.9 * len(lines), (plain, len(lines))
+
+
+def test_real_plain_lines_read_as_bashlex_reads_them() -> None:
+    assert_plain_lines_read_as_bashlex_reads_them(real_command_lines())
 
 
 @pytest.mark.parametrize(("line", "plain"), [
@@ -249,10 +252,4 @@ def test_calibration_plain_lines_read_as_bashlex_reads_them() -> None:
                     if m["role"] == "assistant":
                         lines += re.findall(r"```bash\s*\n(.*?)\n```", m["content"], re.S)
     assert len(lines) > 5000
-    plain = 0
-    for line in lines:
-        fast, parsed = plain_and_parsed(line)
-        if fast is not None:
-            plain += 1
-            assert fast == parsed, line
-    assert plain > 0.9 * len(lines), (plain, len(lines))
+    assert_plain_lines_read_as_bashlex_reads_them(lines)
