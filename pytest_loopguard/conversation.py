@@ -7,7 +7,6 @@ summaries); rewriting the view never touches the transcript.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from typing import Literal, final
 
@@ -18,7 +17,7 @@ Role = Literal["system", "user", "assistant", "tool", "summary"]
 
 def chars_over_four(text: str) -> int:
     """The default token counter: ceil(chars / 4). Nothing downloads a tokenizer."""
-    return math.ceil(len(text) / 4)
+    return (len(text) + 3) // 4  # integer ceil: math.ceil(len / 4) without a float and a call
 
 
 @final
@@ -178,10 +177,15 @@ class PromptView(EntryList):
         n = len(entries)
         if n < self._totalled:  # the list was cut behind our back: start over rather than be wrong
             self._total = self._totalled = 0
+        total = self._total
+        entry_tokens = self.entry_tokens
         for i in range(self._totalled, n):
-            self._total += self.entry_tokens(entries[i])
+            entry = entries[i]
+            given = entry.tokens  # most entries carry the model's or the result's own count: no call
+            total += given if given is not None else entry_tokens(entry)
+        self._total = total
         self._totalled = n
-        return self._total
+        return total
 
     def replace(self, index: int, entry: Entry) -> None:
         """Swap one entry (a dedup placeholder) keeping the running total right."""

@@ -112,6 +112,9 @@ class ReadTracker(Engine):
         # (call identity, result text) -> times returned
         self._rereads: LRUMap[tuple[str, str], int] = LRUMap(settings.max_keys)
         self._previous: str | None = None  # the identity of the previous call that ran
+        # the last read's call and region: after_call reuses the key before_call built for the same call
+        self._read_call: ToolCall | None = None
+        self._read_region: Region = (None, None, None)
 
     # ---- public state ------------------------------------------------------------------------------
     @property
@@ -165,6 +168,7 @@ class ReadTracker(Engine):
         kind = self.run.kind(call)
         if kind == "read":
             region = self._region(call.args)
+            self._read_call, self._read_region = call, region
             if self.settings.unchanged_stub:
                 if result is not None and result.changed:
                     self._forget_path(region[0])
@@ -196,7 +200,8 @@ class ReadTracker(Engine):
         if kind == "read":
             if not result.ok:  # an error returned no content: nothing was read
                 return
-            region = self._region(call.args)
+            # a call's arguments never change, so the region before_call built for it is still its region
+            region = self._read_region if call is self._read_call else self._region(call.args)
             regions = self._regions
             if region not in regions:
                 regions[region] = None
@@ -276,7 +281,7 @@ class ReadTracker(Engine):
         out: Verdict | None = None
         if s.file_reverts_warn_at is not None:
             for path in files.get("revert", ()):
-                n = self.file_reverts[path] = self.file_reverts.get(path, 0) + 1
+                n = self.file_reverts.increment(path)
                 if n >= s.file_reverts_warn_at and (n - s.file_reverts_warn_at) % s.file_reverts_warn_at == 0:
                     out = Verdict(
                         self.name, "warn", "read_tracker.file_reverts",
@@ -289,7 +294,7 @@ class ReadTracker(Engine):
         if s.file_reads_warn_at is None and s.file_reads_block_at is None:
             return out
         for path in files.get("read", ()):
-            n = self.file_reads[path] = self.file_reads.get(path, 0) + 1
+            n = self.file_reads.increment(path)
             if s.file_reads_block_at is not None and n >= s.file_reads_block_at:
                 return Verdict(
                     self.name, "block", "read_tracker.file_reads_block",
@@ -319,7 +324,7 @@ class ReadTracker(Engine):
         if not text or previous == call.fingerprint:
             return None
         key = (call.fingerprint, text)
-        n = self._rereads[key] = self._rereads.get(key, 0) + 1
+        n = self._rereads.increment(key)
         at = self.settings.exact_reread_warn_at
         assert at is not None
         if n != at:
