@@ -305,16 +305,20 @@ def _shown(result: ToolResult | None, decision: Decision, before: Decision) -> s
 def _entry(record: object) -> Entry:
     """The view entry of what the Guard recorded: a message's entry, a turn (the assistant message: its text
     and the calls it makes, as the model wrote them) or a call (what the agent was shown of it)."""
-    if isinstance(record, Entry):
-        return record
-    if isinstance(record, Turn):
-        llm = record.llm
+    kind = record.__class__  # exact types: a record is one of these three, never a subclass
+    if kind is tuple:  # a call: the most common record
+        call, result, decision, before, call_id, turn = cast(ToolRecord, record)
+        # positional: keywords cost more than the entry's own construction
+        return Entry("tool", _shown(result, decision, before), result.tokens if result is not None else None,
+                     call.tool, call_id, turn)
+    if kind is Turn:
+        turn_record = cast(Turn, record)
+        llm = turn_record.llm
         # the text (with each call's as-written arguments) is built only if read: a view usually
         # needs only the model's own token count
-        return Entry.later("assistant", record.message_text, llm.output_tokens if llm else None, record.index)
-    call, result, decision, before, call_id, turn = cast(ToolRecord, record)
-    return Entry("tool", _shown(result, decision, before), tokens=result.tokens if result is not None else None,
-                 tool=call.tool, call_id=call_id, turn=turn)
+        return Entry.later("assistant", turn_record.message_text, llm.output_tokens if llm else None,
+                           turn_record.index)
+    return cast(Entry, record)
 
 
 class Guard:
