@@ -158,8 +158,10 @@ def _direct_events(engines: Sequence[Engine]) -> Events | None:
         impls = _class_impls(type(engine))
         if impls is None:
             return None
+        idle = engine.idle_hooks()
         for name, picks in impls.items():
-            table[name].append(_impl(getattr(engine, name), picks))
+            if name not in idle:
+                table[name].append(_impl(getattr(engine, name), picks))
     return {name: tuple(fns) for name, fns in table.items()}
 
 

@@ -79,6 +79,7 @@ DEFAULT_TRANSIENT_MARKERS = (
     "failed to read response body", "error decoding response body", "missing response.completed",
 )
 ACTIVE_TODO = frozenset({"pending", "in_progress"})
+_TURN_START = frozenset({"loopguard_turn_start"})  # what idle_hooks names without a turn limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,6 +326,10 @@ class Context(Engine):
         return out
 
     # ---- hooks -------------------------------------------------------------------------------------
+    def idle_hooks(self) -> frozenset[str]:
+        # without a turn limit a turn's start has nothing to check
+        return _TURN_START if self.settings.max_turns is None else frozenset()
+
     @hookimpl
     def loopguard_turn_start(self, turn: Turn) -> Verdict | None:
         limit = self.settings.max_turns

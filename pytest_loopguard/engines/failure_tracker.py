@@ -85,6 +85,7 @@ _Settings = Settings  # the class body below rebinds `Settings` (the engine prot
 # browser-use's search normalisation: punctuation becomes a separator, so "Cheap flights!" = "flights cheap"
 _NOT_QUERY_WORD: Final = re.compile(r"[^\w\s]")
 _MISSING: Final = object()  # an absent target argument: equal to itself only, so "missing on both" is the same
+_TURN_START: Final = frozenset({"loopguard_turn_start"})  # what idle_hooks names when the turn rules are off
 
 
 def action_identity(call: ToolCall) -> Hashable:
@@ -181,6 +182,11 @@ class FailureTracker(Engine):
         self.key_streak = 0
 
     # ---- turns -------------------------------------------------------------------------------------
+    def idle_hooks(self) -> frozenset[str]:
+        # a turn's size and the reset it may cause serve only the step limit and the turn-failure count
+        s = self.settings
+        return _TURN_START if s.max_steps is None and s.max_failures is None else frozenset()
+
     @hookimpl
     def loopguard_turn_start(self, turn: Turn) -> Verdict | None:
         if self.settings.max_steps is not None:

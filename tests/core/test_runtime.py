@@ -337,3 +337,47 @@ def test_engine_hooks_get_the_arguments_they_ask_for_in_any_shape() -> None:
     assert [v.reason for v in llm.verdicts] == ["test_shapes.llm"] and d.action == "warn"
     assert Shapes.seen == [("before_llm", "PromptView"), ("llm_result", 4, 0), ("turn_start",),
                            ("before_call", "browser_click"), ("after_call", "ok", False)]
+
+
+def _turn_start_owners(guard: Guard) -> list[str]:
+    return [f.__qualname__.split(".")[0] for f, _how in guard._turn_start]
+
+
+def test_hooks_idle_under_the_settings_are_left_out_of_the_event_table() -> None:
+    from pytest_loopguard.engines.context import Context
+    from pytest_loopguard.engines.failure_tracker import FailureTracker
+
+    # default: no turn limit (context idle) but a turn-failure count (failure_tracker works at turn start)
+    assert _turn_start_owners(Guard(resolve_policy("default"))) == ["FailureTracker"]
+    # hermes-current counts neither steps nor failed turns: nothing is called when a turn starts
+    assert _turn_start_owners(Guard(resolve_policy("hermes-current"))) == []
+    limited = Policy("limited", {"context": Context.Settings(max_turns=2),
+                                 "failure_tracker": FailureTracker.Settings(max_failures=None, max_steps=3)})
+    guard = Guard(limited)
+    assert _turn_start_owners(guard) == ["Context", "FailureTracker"]  # policy order
+    actions = [guard.start_turn([ToolCall.of("t", {"i": i})]).action for i in range(4)]
+    assert actions == ["allow", "allow", "stop", "stop"]
+
+
+def test_a_plugin_guard_calls_idle_hooks_and_decides_the_same() -> None:
+    class Watcher:
+        @hookimpl
+        def loopguard_turn_end(self, turn: Turn) -> None:
+            return None
+
+    policy = resolve_policy("default")
+    plain, plugged = Guard(policy), Guard(policy, plugins=[Watcher()])
+    # through pluggy every implementation is called, the idle ones included
+    assert _turn_start_owners(plugged) == ["FailureTracker", "Context"]
+    seen: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    for name, guard in (("plain", plain), ("plugged", plugged)):
+        out = seen[name] = []
+        for i in range(8):
+            call = ToolCall.of("read_file", {"path": "a.py"})
+            out.append((guard.start_turn([call]).action, ()))
+            before = guard.before_call(call)
+            after = guard.after_call(call, ToolResult(text=f"x{i % 2}") if before.runs else None, before)
+            out.append((after.action, tuple(v.reason for v in after.verdicts)))
+            guard.end_turn()
+    assert seen["plain"] == seen["plugged"]
+    assert any(reasons for _action, reasons in seen["plain"])  # the sequence does meet the engines' rules
