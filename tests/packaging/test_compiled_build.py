@@ -34,16 +34,17 @@ for path in sorted(Path(sys.argv[1]).rglob("*")):
     if path.suffix not in (".yaml", ".json", ".jsonl") or "scenarios" in path.parts:
         continue
     try:
-        trace = load_file(path)
+        traces = load_file(path)
     except LoopguardError as exc:
-        out["runs"][path.name] = str(exc)
+        out["runs"][str(path)] = str(exc)
         continue
-    for name in [None, *preset_names()]:
-        key = f"{path.relative_to(sys.argv[1])} {name or 'own'}"
-        try:
-            out["runs"][key] = replay(trace, resolve_policy(name) if name else None).to_dict()
-        except LoopguardError as exc:
-            out["runs"][key] = str(exc)
+    for i, trace in enumerate(traces):
+        for name in [None, *preset_names()]:
+            key = f"{path.relative_to(sys.argv[1])}#{i} {name or 'own'}"
+            try:
+                out["runs"][key] = replay(trace, resolve_policy(name) if name else None).to_dict()
+            except LoopguardError as exc:
+                out["runs"][key] = str(exc)
 print(json.dumps(out, sort_keys=True, default=str))
 """
 
