@@ -9,6 +9,7 @@ from pathlib import Path
 __all__ = ["build_name", "compiled", "compiled_modules", "stale_modules"]
 
 _PACKAGE = Path(__file__).resolve().parent
+_MARGIN_S = 2.0
 
 
 def compiled_modules(package: Path = _PACKAGE) -> tuple[str, ...]:
@@ -42,7 +43,8 @@ def stale_modules(package: Path = _PACKAGE) -> tuple[str, ...]:
         assert spec is not None and spec.origin is not None  # compiled_modules() found both
         ext = Path(spec.origin)
         source = ext.with_name(name.rpartition(".")[2] + ".py")
-        if source.exists() and source.stat().st_mtime > ext.stat().st_mtime:
+        # a margin: an installer writes both files within moments of each other, in either order
+        if source.exists() and source.stat().st_mtime > ext.stat().st_mtime + _MARGIN_S:
             out.append(name)
     return tuple(out)
 
