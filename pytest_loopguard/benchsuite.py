@@ -5,7 +5,8 @@ that only fingerprints each tool call of the same events (canonical JSON of tool
 counts consecutive repeats in a dict. Ratios are what to compare across machines; the goal column says
 what the row should reach, and `met` judges it as a ratio (a goal in µs divided by the baseline's cost on
 the machine that set it). Heavy rows (a streamed 1M-event run, a 1,000-file corpus) run `loopguard run`
-in a subprocess and are only measured when asked for, so a plain `loopguard bench` stays quick.
+in a subprocess, and the corpus also through pytest (`bench_pytest`); they are only measured when asked
+for, so a plain `loopguard bench` stays quick.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from .replay import replay
 from .runtime import Guard
 from .traceio import dumps, load_file
 
-__all__ = ["SuiteRow", "bare_loop", "run_suite", "suite_json", "suite_table"]
+__all__ = ["SuiteRow", "bare_loop", "run_suite", "suite_json", "suite_table", "write_corpus"]
 
 _LIVE_CALLS: Final = 2000  # calls per live-check repeat
 _CONSTRUCTIONS: Final = 200  # Guards built per construction repeat
@@ -51,7 +52,7 @@ class SuiteRow:
     """One measurement: the unit it is counted in, min and median cost per unit over the repeats."""
 
     item: str
-    unit: str  # what one unit is: "event", "check", "call", "guard", "run"
+    unit: str  # what one unit is: "event", "check", "call", "guard", "run" (one command), "pytest" (a session)
     units: int  # units per repeat
     min_us: float
     median_us: float
@@ -175,7 +176,8 @@ def _stream_file(folder: Path, events: int, seed: int) -> Path:
     return path
 
 
-def _corpus(folder: Path, files: int, seed: int) -> Path:
+def write_corpus(folder: Path, files: int, seed: int) -> Path:
+    """`folder/corpus` holding `files` seeded synthetic JSONL traces of 40 steps each; returns that folder."""
     rng = random.Random(seed)
     root = folder / "corpus"
     root.mkdir()
@@ -264,13 +266,16 @@ def run_suite(
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
             if corpus:
-                root = _corpus(folder, corpus, seed)
+                root = write_corpus(folder, corpus, seed)
                 wall, peak, status = _subprocess_run([str(root)])
                 rows.append(SuiteRow(f"loopguard run, {corpus} files", "run", 1, wall * 1e6, wall * 1e6,
                                      goal="≤ 1 s for 1,000 files",
                                      met=wall <= 1.0 if corpus == 1000 else None,
                                      extra={"seconds": round(wall, 3), "peak_rss_mb": round(peak, 1),
                                             "exit": status}))
+                from .bench_pytest import pytest_rows  # it builds rows of this module's kind
+
+                rows += pytest_rows(folder, root, repeat)
             if stream:
                 path = _stream_file(folder, stream, seed)
                 wall, peak, status = _subprocess_run([str(path)])
@@ -288,6 +293,10 @@ def suite_table(rows: Sequence[SuiteRow]) -> str:
     for r in rows:
         if r.unit == "run":
             cost, median, rate = f"{r.extra['seconds']:.2f} s", f"{r.extra['peak_rss_mb']:.0f} MB peak", "—"
+        elif r.unit == "pytest":  # rate: files per second of the cost over pytest's own start-up
+            over = r.extra.get("over_startup_s")
+            rate = f"{r.units / over:,.0f} files/s" if over is not None and over > 0 else "—"
+            cost, median = f"{r.extra['seconds']:.2f} s", f"{r.extra['median_seconds']:.2f} s"
         else:
             cost, median, rate = f"{r.min_us:.2f}", f"{r.median_us:.2f}", f"{1e6 / r.min_us:,.0f}"
         ratio = "—" if r.ratio is None else f"{r.ratio:.2f}×"

@@ -16,7 +16,6 @@ import pytest
 import yaml
 
 from . import fixtures, sim_fixtures
-from .coverage import coverage_table, rule_coverage
 from .engines import registry
 from .errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
 from .expect import Mismatch, check
@@ -29,7 +28,7 @@ from .golden import (
     observed_trace,
     unchecked_expectations,
 )
-from .importers.recognise import skip_note
+from .headers import TraceHeader, read_headers
 from .model import ReplayResult, Trace
 from .policy import resolve_policy
 from .policy_option import parse_policy_option
@@ -135,6 +134,8 @@ class LoopguardSession:
             for line in sorted(self.unchecked):
                 terminalreporter.write_line(f"  {line}")
         if self.coverage:
+            from .coverage import coverage_table, rule_coverage  # only this option reads it
+
             terminalreporter.write_line(coverage_table(rule_coverage(self.entries)))
         if self.report_path is not None:
             terminalreporter.write_line(f"loopguard: report written to {self.report_path}")
@@ -286,38 +287,65 @@ class TraceMismatch(AssertionError):
 
 
 class TraceFile(pytest.File):
-    """A trace file: one item per trace in it."""
+    """A trace file: one item per trace in it.
+
+    Collection reads each trace's header only (`headers.read_headers`: name, tags, first line); the file is
+    loaded and validated in full when its first item runs, once for all its items. A file the header reader
+    cannot judge is loaded here, as before, so its errors (and a non-trace's skip) are collection's.
+    """
+
+    _loaded: list[Trace] | TraceError | None = None
 
     def collect(self) -> Iterator[TraceItem]:
-        # The loader warns about torn JSONL lines; the items re-emit those warnings when they run.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", LoopguardWarning)
-            try:
-                traces = load_file(self.path)
-            except NotATraceError as exc:
-                # Some other JSON/YAML kept beside the traces (an OTel export): not a test, and not an error.
-                shown = _display_path(self.path, self.config.rootpath)
-                raise pytest.skip.Exception(NOT_A_TRACE + skip_note(shown, self.path, exc)) from None
-            except TraceError as exc:
-                raise self.CollectError(str(_relocated(exc, self.path, self.config.rootpath))) from None
+        headers = read_headers(self.path)
+        if headers is None:
+            traces = self._load_now()
+            lines = _document_lines(self.path) if len(traces) > 1 else {}
+            headers = [TraceHeader(t.name, t.tags, lines.get(i, 0), i) for i, t in enumerate(traces)]
+        elif len(headers) == 1:
+            headers = [dataclasses.replace(headers[0], line=0)]  # a one-trace file's item points at its top
         matrix = self.config.stash[session_key].matrix
         seen: set[str] = set()
-        lines = _document_lines(self.path) if len(traces) > 1 else {}
-        for number, trace in enumerate(traces):
-            if trace.name in seen:
+        for header in headers:
+            if header.name in seen:
                 raise self.CollectError(
                     f"{_display_path(self.path, self.config.rootpath)}: field 'name': "
-                    f"duplicate trace name {trace.name!r} in one file"
+                    f"duplicate trace name {header.name!r} in one file"
                 )
-            seen.add(trace.name)
-            line = lines.get(number, 0)
+            seen.add(header.name)
             if not matrix:
-                yield TraceItem.from_parent(self, name=trace.name, trace=trace, line=line, document=number)
+                yield TraceItem.from_parent(self, name=header.name, header=header)
                 continue
             for policy in matrix:
-                yield TraceItem.from_parent(
-                    self, name=f"{trace.name}[{policy}]", trace=trace, line=line, document=number, policy=policy
-                )
+                yield TraceItem.from_parent(self, name=f"{header.name}[{policy}]", header=header, policy=policy)
+
+    def _load_now(self) -> list[Trace]:
+        """The file fully loaded at collection: a non-trace is skipped, a bad trace is a collection error."""
+        try:
+            return self.traces()
+        except NotATraceError as exc:
+            # Some other JSON/YAML kept beside the traces (an OTel export): not a test, and not an error. The
+            # importers (which name the log format) load only for such a file.
+            from .importers.recognise import skip_note
+
+            shown = _display_path(self.path, self.config.rootpath)
+            raise pytest.skip.Exception(NOT_A_TRACE + skip_note(shown, self.path, exc)) from None
+        except TraceError as exc:
+            raise self.CollectError(str(_relocated(exc, self.path, self.config.rootpath))) from None
+
+    def traces(self) -> list[Trace]:
+        """Every trace in the file, loaded once (the first item to run loads it for the others)."""
+        if self._loaded is None:
+            # The loader warns about torn JSONL lines; the items re-emit those warnings when they run.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", LoopguardWarning)
+                try:
+                    self._loaded = load_file(self.path)
+                except TraceError as exc:
+                    self._loaded = exc
+        if isinstance(self._loaded, TraceError):
+            raise self._loaded
+        return self._loaded
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:  # type: ignore[override]
         if isinstance(excinfo.value, (self.CollectError, LoopguardError)):
@@ -325,42 +353,72 @@ class TraceFile(pytest.File):
         return str(super().repr_failure(excinfo))
 
 
+class TraceNotLoaded(Exception):
+    """The trace's file did not load when the item ran; carries the loader's one-line error."""
+
+
 class TraceItem(pytest.Item):
     """One trace: replayed (or simulated) under its policy, then checked against its expectations."""
 
-    def __init__(
-        self, *, trace: Trace, line: int = 0, document: int = 0, policy: str | None = None, **kwargs: Any
-    ) -> None:
+    parent: TraceFile
+
+    def __init__(self, *, header: TraceHeader, policy: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.trace = trace
-        self.line = line
-        self.document = document  # the trace's place among the YAML documents of its file
+        self.header = header
+        self.line = header.line
+        self.document = header.document  # the trace's place among the YAML documents of its file
+        self._trace: Trace | None = None
         # A matrix cell's policy; None: the --loopguard-policy option, else the trace's own.
         self.policy = policy if policy is not None else self.config.stash[session_key].policy
         # `-k browser` selects the traces tagged browser.
-        self.extra_keyword_matches.update(trace.tags)
+        self.extra_keyword_matches.update(header.tags)
+
+    @property
+    def trace(self) -> Trace:
+        """The trace, loaded with its whole file when first asked for (when the item runs)."""
+        if self._trace is None:
+            try:
+                traces = self.parent.traces()
+            except TraceError as exc:
+                raise TraceNotLoaded(str(_relocated(exc, self.path, self.config.rootpath))) from None
+            trace = traces[self.document] if self.document < len(traces) else None
+            if trace is None or trace.name != self.header.name or trace.tags != self.header.tags:
+                # the header read at collection and the loaded file disagree: the file changed in between
+                now = "no such trace" if trace is None else f"trace {trace.name!r}"
+                raise TraceNotLoaded(f"{_display_path(self.path, self.config.rootpath)}: collected trace "
+                                     f"{self.header.name!r} as trace {self.document + 1} of the file, which now "
+                                     f"holds {now} there; collect again")
+            self._trace = trace
+        return self._trace
 
     def runtest(self) -> None:
-        for message in self.trace.warnings:
+        trace = self.trace
+        for message in trace.warnings:
             warnings.warn(LoopguardWarning(message), stacklevel=1)
         state = self.config.stash[session_key]
-        result = execute(self.trace, self.policy)
+        result = execute(trace, self.policy)
         mismatches = check(result)
-        engines = policy_for(self.trace, self.policy)[0].engines
-        entry = report_entry(result, mismatches, engines)
-        entry["file"] = _display_path(self.path, self.config.rootpath)
-        unchecked = unchecked_expectations(self.trace, result)
-        if state.update and (mismatches or unchecked or not has_expectations(self.trace)):
+        file = _display_path(self.path, self.config.rootpath)
+        unchecked = unchecked_expectations(trace, result)
+        if state.update and (mismatches or unchecked or not has_expectations(trace)):
             self._update(result)
             mismatches = []
-            entry = {**report_entry(result, mismatches, engines), "file": entry["file"]}
         elif unchecked:
-            shown = f"{entry['file']}: {self.trace.name}: {SCENARIO_STEP_EXPECTS}"
+            shown = f"{file}: {trace.name}: {SCENARIO_STEP_EXPECTS}"
             self.user_properties.append((UNCHECKED_KEY, [f"{shown} {i} (the run recorded {len(result.trace.steps)} "
                                                          "steps)" for i in unchecked]))
-        self.user_properties.append((ENTRY_KEY, entry))
+        self.user_properties.append((ENTRY_KEY, self._entry(result, mismatches, file)))
         if mismatches:
             raise TraceMismatch(result, mismatches)
+
+    def _entry(self, result: ReplayResult, mismatches: list[Mismatch], file: str) -> dict[str, Any]:
+        """The trace's report entry; in full (timeline, reasons) only where a report or the coverage table reads
+        it, since under xdist every entry travels to the controller and the summary needs only `passed`."""
+        state = self.config.stash[session_key]
+        if state.report_path is None and not state.coverage:
+            return {"file": file, "trace": self.trace.name, "passed": not mismatches}
+        engines = policy_for(self.trace, self.policy)[0].engines
+        return {**report_entry(result, mismatches, engines), "file": file}
 
     def _update(self, result: ReplayResult) -> None:
         fmt = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".jsonl": "jsonl"}[self.path.suffix.lower()]
@@ -379,20 +437,23 @@ class TraceItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         error = excinfo.value
         where = _display_path(self.path, self.config.rootpath)
+        if isinstance(error, TraceNotLoaded):  # bad input found when the item ran: the loader's one line
+            return str(error)
         if isinstance(error, TraceMismatch):
             # The description says what the trace proves: the first thing a reader of a failure needs.
             about = f"\n{shorten(self.trace.description, 160)}" if self.trace.description else ""
             return f"{where}: {error}{about}\n{mismatch_table(error.result, error.mismatches)}"
+        name = self.header.name
         if isinstance(error, LoopguardWarning):  # `-W error` turned the trace's warning (a torn JSONL line) into this
-            return f"{where}: trace {self.trace.name}: warning treated as an error: {error}"
-        if isinstance(error, TraceError):  # e.g. a malformed scenario, found when it runs
-            return f"trace {self.trace.name}: {_relocated(error, self.path, self.config.rootpath)}"
+            return f"{where}: trace {name}: warning treated as an error: {error}"
+        if isinstance(error, TraceError):  # e.g. a scenario the simulators refuse while it runs
+            return f"trace {name}: {_relocated(error, self.path, self.config.rootpath)}"
         if isinstance(error, LoopguardError):
-            return f"{where}: trace {self.trace.name}: {error}"
+            return f"{where}: trace {name}: {error}"
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int, str]:
-        return self.path, self.line, f"trace {self.trace.name}"
+        return self.path, self.line, f"trace {self.header.name}"
 
 
 # ---- helpers -------------------------------------------------------------------------------------------

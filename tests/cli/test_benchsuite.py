@@ -7,11 +7,13 @@ import json
 import pytest
 
 from pytest_loopguard import cli
-from pytest_loopguard.benchsuite import bare_loop
+from pytest_loopguard.benchsuite import SuiteRow, bare_loop, suite_table
 from pytest_loopguard.buildinfo import build_name, compiled_modules
 from pytest_loopguard.model import Step, ToolCall, Trace
 
 QUICK = ["bench", "--events", "200", "--repeat", "1", "--policy", "default", "--policy", "qa-agent"]
+PYTEST_ROWS = ["pytest start-up (empty folder)", "pytest --collect-only, 3 files", "pytest -n 0, 3 files",
+               "pytest -n 2, 3 files"]
 ROWS = [
     "baseline: bare fingerprint loop", "replay default", "replay qa-agent", "replay, no engine at all",
     "live check, default (call built)", "live check, default + ToolCall.of", "ToolCall.of",
@@ -36,7 +38,8 @@ def test_bench_json_has_every_row_and_the_subprocess_rows(capsys: pytest.Capture
     assert (doc["events"], doc["repeat"], doc["seed"]) == (200, 1, 0)
     assert (doc["build"], doc["compiled"]) == (build_name(), list(compiled_modules()))
     rows = {r["item"]: r for r in doc["rows"]}
-    assert list(rows) == [*ROWS, "loopguard run, 3 files", "loopguard run, 300 events in one JSONL file"]
+    assert list(rows) == [*ROWS, "loopguard run, 3 files", *PYTEST_ROWS,
+                          "loopguard run, 300 events in one JSONL file"]
     assert rows["baseline: bare fingerprint loop"]["ratio"] == 1.0
     for row in doc["rows"]:
         assert {"item", "unit", "units", "min_us", "median_us", "ratio", "goal", "met"} <= set(row)
@@ -46,6 +49,27 @@ def test_bench_json_has_every_row_and_the_subprocess_rows(capsys: pytest.Capture
         # the synthetic traces carry no expectations: a run that replays them all exits 0
         assert rows[name]["exit"] == 0 and rows[name]["peak_rss_mb"] > 0
         assert rows[name]["met"] is None  # the goals are for 1,000 files and 1M events, not these sizes
+    # pytest on the corpus: an empty folder has no test (exit 5); the corpus collects and passes under xdist too
+    assert [rows[name]["exit"] for name in PYTEST_ROWS] == [5, 0, 0, 0]
+    assert all(rows[name]["unit"] == "pytest" and rows[name]["units"] == 3 for name in PYTEST_ROWS)
+    assert "over_startup_s" not in rows[PYTEST_ROWS[0]]
+    for name in PYTEST_ROWS[1:]:
+        over = rows[name]["seconds"] - rows[PYTEST_ROWS[0]]["seconds"]
+        assert rows[name]["over_startup_s"] == pytest.approx(over, abs=0.002)
+        assert rows[name]["ms_per_file"] == pytest.approx(rows[name]["over_startup_s"] * 1000 / 3, abs=0.5)
+        assert rows[name]["met"] is None
+    assert [rows[name]["goal"] for name in PYTEST_ROWS] == [
+        "—", "< 1 ms per file over start-up", "≤ 1 s over start-up for 1,000 files", "never slower than -n 0"]
+
+
+def test_the_table_shows_pytest_rows_in_seconds_and_files_per_second() -> None:
+    rows = [SuiteRow("pytest start-up (empty folder)", "pytest", 1000, 2.5e6, 2.6e6,
+                     extra={"seconds": 2.5, "median_seconds": 2.6, "exit": 5}),
+            SuiteRow("pytest --collect-only, 1000 files", "pytest", 1000, 3.0e6, 3.1e6, goal="< 1 ms per file",
+                     met=True, extra={"seconds": 3.0, "median_seconds": 3.1, "exit": 0, "over_startup_s": 0.5})]
+    lines = suite_table(rows).splitlines()
+    assert "2.50 s" in lines[2] and "2.60 s" in lines[2]
+    assert "3.00 s" in lines[3] and "3.10 s" in lines[3] and "2,000 files/s" in lines[3] and lines[3].endswith("yes")
 
 
 def test_the_baseline_counts_consecutive_repeats_by_canonical_arguments() -> None:

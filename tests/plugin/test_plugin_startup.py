@@ -1,5 +1,6 @@
-"""Start-up: collecting and running a trace-only corpus imports neither faker, hypothesis, the simulators
-nor bashlex (they load when a fixture, a scenario or a shell line needs them)."""
+"""Start-up: collecting and running a trace-only corpus imports neither faker, hypothesis, the simulators,
+bashlex nor the importers (they load when a fixture, a scenario, a shell line or a file that is no trace
+needs them)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-HEAVY = ("faker", "hypothesis", "simulators", "loopguard_simulators", "pytest_loopguard.simulators", "bashlex")
+HEAVY = ("faker", "hypothesis", "simulators", "loopguard_simulators", "pytest_loopguard.simulators", "bashlex",
+         "pytest_loopguard.importers")  # the importers name the format of a file that is no trace
 TRACE = Path(__file__).parents[2] / "traces" / "context" / "hermes_injection_after_compaction.yaml"
 
 # faker and hypothesis ship pytest plugins of their own that pytest loads by entry point; they are

@@ -150,14 +150,14 @@ def test_update_rewrites_a_scenarios_recorded_step_expectations(pytester: pytest
     pytester.runpytest().assert_outcomes(passed=1)
 
 
-def test_a_malformed_scenario_is_a_collection_error_in_one_line(pytester: pytest.Pytester) -> None:
-    # bad input, like a malformed trace: judged when the file is collected, not as a failing test
+def test_a_malformed_scenario_fails_its_item_in_one_line(pytester: pytest.Pytester) -> None:
+    # bad input, like a malformed trace: judged when its file is loaded, which is when the item runs
     pytester.makeini("[pytest]\n")
     (pytester.path / "traces").mkdir()
     text = "loopguard: 1\nname: sc\nmode: simulate\npolicy: default\nagent: {behaviour: nosuch}\n"
     (pytester.path / "traces" / "s.yaml").write_text(text, encoding="utf-8")
     result = pytester.runpytest()
-    result.assert_outcomes(errors=1)
+    result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["traces/s.yaml: field 'agent.behaviour': unknown behaviour 'nosuch'*"])
     assert "Traceback" not in result.stdout.str()
 

@@ -1,0 +1,126 @@
+"""The header reader collection uses: each trace's name, tags and first line, or None where only the loader can
+judge the file; never a name or tags the loader would not give."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+from files import write
+
+from pytest_loopguard.benchsuite import write_corpus
+from pytest_loopguard.errors import NotATraceError, TraceError
+from pytest_loopguard.headers import TraceHeader, read_headers
+from pytest_loopguard.traceio import SUFFIXES, load_file
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = REPO.parent / "shared"
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(f for f in root.rglob("*") if f.suffix.lower() in SUFFIXES and f.is_file())
+
+
+def _load(path: Path) -> list[tuple[str, tuple[str, ...]]] | TraceError:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return [(t.name, t.tags) for t in load_file(path)]
+        except TraceError as exc:
+            return exc
+
+
+def test_every_trace_in_the_corpus_is_collected_from_its_header() -> None:
+    # the fast path holds for the whole corpus: a None here would load the file at collection
+    files = _files(REPO / "traces")
+    assert len(files) > 100
+    for path in files:
+        headers = read_headers(path)
+        assert headers is not None, path
+        assert [(h.name, h.tags) for h in headers] == _load(path), path
+        assert [h.document for h in headers] == list(range(len(headers)))
+
+
+def test_the_bench_corpus_is_collected_from_its_header(tmp_path: Path) -> None:
+    for path in sorted(write_corpus(tmp_path, 5, seed=1).iterdir()):
+        headers = read_headers(path)
+        assert headers is not None and len(headers) == 1, path
+        assert [(headers[0].name, headers[0].tags)] == _load(path)
+
+
+@pytest.mark.parametrize("root", ["fuzz-repros", "corpus/real"])
+def test_hostile_and_foreign_files_never_get_a_header_the_loader_contradicts(root: str) -> None:
+    files = _files(SHARED / root)
+    assert files
+    for path in files:
+        headers = read_headers(path)
+        loaded = _load(path)
+        if headers is None:
+            continue
+        # a header means a trace: never a file the loader calls no trace (that is a skip, not a test)
+        assert not isinstance(loaded, NotATraceError), path
+        if not isinstance(loaded, TraceError):
+            assert [(h.name, h.tags) for h in headers] == loaded, path
+
+
+def test_a_multi_document_file_gives_each_trace_and_its_first_key_line(tmp_path: Path) -> None:
+    text = ("# a comment\nloopguard: 1\nname: first\ntags:\n- a\n- b\nsteps: [{tool: a}]\n---\n\n"
+            "# second\nloopguard: 1\nname: second\nsteps:\n  - tool: b\n---\n")
+    assert read_headers(write(tmp_path, "m.yaml", text)) == [
+        TraceHeader("first", ("a", "b"), 1, 0), TraceHeader("second", (), 10, 1)
+    ]
+
+
+def test_a_jsonl_header_is_its_first_non_blank_line(tmp_path: Path) -> None:
+    text = '\n  \n{"loopguard": 1, "name": "rec", "tags": ["x"]}\n{"tool": "a"}\n{"tool": "b", "res'
+    assert read_headers(write(tmp_path, "r.jsonl", text)) == [TraceHeader("rec", ("x",), 0, 0)]
+
+
+def test_a_json_trace_is_read_whole(tmp_path: Path) -> None:
+    text = json.dumps({"steps": [{"tool": "a"}], "name": "j", "loopguard": 1})
+    assert read_headers(write(tmp_path, "j.json", text)) == [TraceHeader("j", (), 0, 0)]
+
+
+def test_block_and_quoted_values_are_parsed_as_yaml(tmp_path: Path) -> None:
+    text = "loopguard: 1\nname: >-\n  folded\n  name\ntags: ['a: b', \"c\"]  # two\nsteps: []\n"
+    assert read_headers(write(tmp_path, "q.yaml", text)) == [TraceHeader("folded name", ("a: b", "c"), 0, 0)]
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("flow.yaml", "{loopguard: 1, name: flow, steps: []}\n"),
+        ("quoted-key.yaml", 'loopguard: 1\n"name": q\nsteps: []\n'),
+        ("bom.yaml", "\ufeffloopguard: 1\nname: b\nsteps: []\n"),
+        ("crlf.yaml", "loopguard: 1\r\nname: c\r\nsteps: []\r\n"),
+        ("dup.yaml", "loopguard: 1\nname: a\nname: b\nsteps: []\n"),
+        ("marker.yaml", "--- {loopguard: 1, name: m, steps: []}\n"),
+        ("indented.yaml", "  loopguard: 1\n  name: i\n"),
+        ("continued.yaml", 'loopguard: 1\ndescription: "two\nlines"\nname: c\nsteps: []\n'),
+        ("alias.yaml", "loopguard: 1\nx-n: &n aliased\nname: *n\nsteps: []\n"),
+        ("tag.yaml", "loopguard: 1\nname: !!python/object/apply:os.getcwd []\nsteps: []\n"),
+        ("int-tag.yaml", "loopguard: 1\nname: n\ntags: [1]\nsteps: []\n"),
+        ("colons.yaml", "loopguard: 1\nname: a::b\nsteps: []\n"),
+        ("version.yaml", "loopguard: true\nname: v\nsteps: []\n"),
+        ("two.yaml", "loopguard: 2\nname: v\nsteps: []\n"),
+        ("nameless.yaml", "loopguard: 1\nsteps: []\n"),
+        ("half.yaml", "loopguard: 1\nname: a\nsteps: []\n---\nname: b\nsteps: []\n"),
+        ("settings.yaml", "retries: 3\n"),
+        ("empty.yaml", "# nothing\n"),
+        ("steps.jsonl", '{"loopguard": 1, "name": "s", "steps": []}\n'),
+        ("torn.jsonl", '{"loopguard": 1, "name": "t"\n'),
+        ("list.json", "[1, 2]"),
+        ("deep.json", "[" * 100_000 + "]" * 100_000),
+        ("latin1.yaml", b"loopguard: 1\nname: caf\xe9\nsteps: []\n"),
+    ],
+)
+def test_what_the_reader_is_unsure_of_goes_to_the_loader(tmp_path: Path, name: str, text: str | bytes) -> None:
+    assert read_headers(write(tmp_path, name, text)) is None
+
+
+def test_a_fifo_is_not_read(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "f.yaml")
+    assert read_headers(tmp_path / "f.yaml") is None  # returns at once: a FIFO is never opened for a blocking read
