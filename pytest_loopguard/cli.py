@@ -32,12 +32,11 @@ from typing import Any, NoReturn, TextIO
 
 from tabulate import tabulate
 
-from . import __version__, diff_cmd, import_cmd
+from . import __version__, replay_cmd
 from .console import emit, fit_table, progress
 from .engines import ENGINE_ORDER, registry
 from .errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
 from .expect import Mismatch, check
-from .importers.recognise import skip_note
 from .inifile import trace_paths
 from .model import ReplayResult, Trace
 from .policy import ALIASES, Policy, preset_names, resolve_policy
@@ -107,9 +106,15 @@ def _validate(paths: Sequence[str]) -> tuple[list[Trace], list[TraceError]]:
     with _trace_warnings():
         traces, errors = validate_paths(paths, skipped=skipped)
     for note in skipped:
-        _err(f"loopguard: skipped: {skip_note(str(note.file), Path(str(note.file)), note)}")
+        _err(_skipped(note))
     _report_warnings(traces)
     return traces, errors
+
+
+def _skipped(note: NotATraceError) -> str:
+    from .importers.recognise import skip_note  # the importers load only when a skipped file is reported
+
+    return f"loopguard: skipped: {skip_note(str(note.file), Path(str(note.file)), note)}"
 
 
 def _report_errors(errors: Sequence[LoopguardError]) -> None:
@@ -182,7 +187,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 results.append(item)
                 _report_warnings([item[0].trace])
     for note in skipped:
-        _err(f"loopguard: skipped: {skip_note(str(note.file), Path(str(note.file)), note)}")
+        _err(_skipped(note))
     if args.json:
         _json([{**json_entry(r, m), "mismatches": [str(x) for x in m]} for r, m in results])
     else:
@@ -207,6 +212,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    if replay_cmd.streams(args) and (status := replay_cmd.run(args, _out, _err)) is not None:
+        return status  # a JSONL trace: printed as it is replayed, in bounded memory
     trace = _load_one(args.file)
     result = execute(trace, args.policy)
     if args.html:
@@ -217,11 +224,8 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         _json(result.to_dict())
         return EXIT_OK
     _out(timeline_table(result))
-    mismatches = check(result)
-    if mismatches:
-        _out(f"expectations: {len(mismatches)} mismatch{'es' if len(mismatches) != 1 else ''}")
-        for m in mismatches:
-            _out(f"  {m}")
+    for line in replay_cmd.mismatch_lines(check(result)):
+        _out(line)
     return EXIT_OK
 
 
@@ -361,6 +365,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
+    from . import diff_cmd
+
     status, errors = diff_cmd.run(args, _validate, execute, _out)
     _report_errors(errors)
     return EXIT_BAD_INPUT if errors else status  # a bad input wins over "moved", as in `run`
@@ -378,6 +384,8 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
+    from . import import_cmd
+
     return import_cmd.run(args)
 
 
@@ -400,7 +408,10 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `loopguard` parser; for `run`, `replay` and `validate` (`command`) without the diff, import and eval
+    commands, whose modules (and what they import) a replay never needs: start-up is part of every run."""
+    lean = command in ("run", "replay", "validate")
     parser = _Parser(
         prog="loopguard", description="Replay agent tool-call traces through loop policies and check the verdicts."
     )
@@ -447,15 +458,19 @@ def _parser() -> argparse.ArgumentParser:
                    help="a preset, policy file or inline {mapping} (default: the scenario's own)")
     p.add_argument("--json", action="store_true")
 
-    p = add("diff", _cmd_diff,
-            "replay traces under two policies and show interventions that moved (exit 1 when any did)")
-    diff_cmd.add_arguments(p)
+    if not lean:
+        from . import diff_cmd, import_cmd
+
+        p = add("diff", _cmd_diff,
+                "replay traces under two policies and show interventions that moved (exit 1 when any did)")
+        diff_cmd.add_arguments(p)
 
     p = add("schema", _cmd_schema, "print the JSON Schema of the trace format (for editors and validators)")
     p.add_argument("-o", "--output", metavar="OUT", help="write it to OUT instead")
 
-    p = add("import", _cmd_import, "convert agent logs (SWE-agent, mini-swe-agent, OpenHands ...) into traces")
-    import_cmd.add_arguments(p)
+    if not lean:
+        p = add("import", _cmd_import, "convert agent logs (SWE-agent, mini-swe-agent, OpenHands ...) into traces")
+        import_cmd.add_arguments(p)
 
     p = add("bench", _cmd_bench, "replay speed, live checks, construction and loading, as ratios to a bare loop")
     p.add_argument("--events", type=_positive_int, default=5000, help="events per replay row (default 5000)")
@@ -470,16 +485,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--import", dest="import_paths", nargs="*", metavar="PATH",
                    help="time the importers on these folders or tarballs instead (default: the shared corpus)")
 
-    from .eval_cmd import add_parser as add_eval  # the command's body lives in its own module
+    if not lean:
+        from .eval_cmd import add_parser as add_eval  # the command's body lives in its own module
 
-    add_eval(add)
+        add_eval(add)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `loopguard` command; returns the exit status (0 ok, 1 mismatch, 2 bad input, 3 internal error)."""
     _tolerant_streams()
-    parser = _parser()
+    parser = _parser(next((a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")), None))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits on usage errors and --help; callers want a status

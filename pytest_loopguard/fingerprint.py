@@ -14,8 +14,9 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Final, Literal
 
 __all__ = [
-    "IDENTITIES", "IDENTITY_MODES", "IdentityMode", "canonical_args", "canonical_json", "fingerprint", "key_part",
-    "ordered_args_json", "ordered_fingerprint", "ordered_js_json", "sorted_typed_json", "top_sorted_js_json",
+    "FLAT_SAME_AS", "IDENTITIES", "IDENTITY_MODES", "IdentityMode", "canonical_args", "canonical_json", "fingerprint",
+    "is_flat", "key_part", "ordered_args_json", "ordered_fingerprint", "ordered_js_json", "sorted_typed_json",
+    "top_sorted_js_json",
 ]
 
 _SEP = "\x1f"  # cannot appear in a tool name we accept, so "a" + "bc" never equals "ab" + "c"
@@ -120,6 +121,16 @@ IDENTITIES: Final[Mapping[str, Callable[[Mapping[str, Any]], str]]] = {
     "ordered_js": ordered_js_json,
     "top_sorted_js": top_sorted_js_json,
     "sorted_typed": sorted_typed_json,
+}
+
+is_flat: Final = _flat  # public for engines (loop_guard's identities); `_flat` stays the name used here
+# On flat arguments (`is_flat`: string keys, plain scalar values, most calls) these modes write exactly the
+# text of an identity every ToolCall already holds (no float to tell `1.0` from `1`, no nested key order),
+# so an engine reads that instead of serialising the arguments again.
+FLAT_SAME_AS: Final[Mapping[str, Literal["canonical", "ordered"]]] = {
+    "ordered_js": "ordered",
+    "top_sorted_js": "canonical",
+    "sorted_typed": "canonical",
 }
 
 

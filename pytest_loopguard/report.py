@@ -20,6 +20,7 @@ __all__ = [
     "shorten",
     "status",
     "summary_table",
+    "timeline_row",
     "timeline_table",
 ]
 
@@ -27,6 +28,7 @@ __all__ = [
 SUMMARY_ACTIONS: Final = ("warn", "block", "stop", "compact", "retry", "compact_retry", "fail")
 MESSAGE_WIDTH: Final = 60
 CALL_WIDTH: Final = 48
+TIMELINE_HEADERS: Final = ("step", "call", "action", "engine", "reason", "message")
 _MARK: Final = ">"
 _GAP: Final = "…"
 
@@ -96,14 +98,16 @@ def mismatch_table(result: ReplayResult, mismatches: list[Mismatch], context: in
     return "\n".join(lines)
 
 
+def timeline_row(step: Step, got: StepResult) -> list[str]:
+    """One step's row of the timeline table (`TIMELINE_HEADERS`)."""
+    engine, reason, message = _verdict_cells(got)
+    return [str(got.index), step.label(CALL_WIDTH), got.action, engine, reason, message]
+
+
 def timeline_table(result: ReplayResult) -> str:
     """Every step with its combined action and verdicts, then the run's outcome."""
-    rows: list[list[str]] = []
-    for step, got in zip(result.trace.steps, result.steps, strict=True):
-        engine, reason, message = _verdict_cells(got)
-        rows.append([str(got.index), step.label(CALL_WIDTH), got.action, engine, reason, message])
-    table = fit_table(rows, ["step", "call", "action", "engine", "reason", "message"])
-    return f"{table}\n{outcome_line(result)}"
+    rows = [timeline_row(step, got) for step, got in zip(result.trace.steps, result.steps, strict=True)]
+    return f"{fit_table(rows, TIMELINE_HEADERS)}\n{outcome_line(result)}"
 
 
 def outcome_line(result: ReplayResult) -> str:

@@ -10,6 +10,7 @@ same way. Every refusal is a `TraceError` naming the file and, where known, the 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -21,7 +22,7 @@ import yaml
 from .errors import TraceError, brief
 from .limits import MAX_DEPTH, MAX_FILE_BYTES, MAX_INT, MAX_NODES, MAX_STRING
 
-__all__ = ["check_json_depth", "parse_json", "parse_yaml", "read_bytes", "read_text"]
+__all__ = ["check_json_depth", "parse_json", "parse_yaml", "plain_value", "read_bytes", "read_text"]
 
 try:  # the C parser is much faster on large files and is iterative
     _Loader: Any = yaml.CSafeLoader
@@ -168,7 +169,32 @@ def check_json_depth(text: str, path: str | None = None, line: int | None = None
 
 
 def parse_json(text: str, path: str | None = None, line: int | None = None) -> Any:
-    """One JSON value; NaN and Infinity are refused, and everything `check_values` refuses."""
+    """One JSON value; NaN and Infinity are refused, and everything `check_values` refuses.
+
+    The common, plain value is parsed once and walked once (`plain_value`); only text that fails to parse
+    or holds something out of bounds goes through the ordered checks (`_checked_json`: the nesting scan
+    first, then the parse, then the values), so every refusal reads as it always has.
+    """
+    try:
+        # the C decoder guards its own recursion (RecursionError, never a crash), so parsing first is safe
+        value = _DECODE(text)
+    except (ValueError, RecursionError):
+        return _checked_json(text, path, line)
+    if not plain_value([value], 0) or (len(text) > MAX_STRING and _has_long_string(value)):
+        check_json_depth(text, path, line)
+        check_values(value, path, line)
+    return value
+
+
+def _has_long_string(value: Any) -> bool:
+    try:
+        check_values(value)
+    except TraceError:
+        return True
+    return False
+
+
+def _checked_json(text: str, path: str | None, line: int | None) -> Any:
     check_json_depth(text, path, line)
     try:
         value = json.loads(text, parse_constant=_reject_constant)
@@ -183,8 +209,33 @@ def parse_json(text: str, path: str | None = None, line: int | None = None) -> A
     return value
 
 
+def plain_value(value: Any, depth: int) -> bool:
+    """Whether `value`, a list or mapping nested `depth` deep, holds only in-bound values: integers within
+    ±MAX_INT, finite floats, nesting to at most MAX_DEPTH. Strings are not looked at (a string is never
+    longer than the text it was parsed from). No recursion."""
+    stack = [(value, depth)]
+    while stack:
+        item, level = stack.pop()
+        if level > MAX_DEPTH:
+            return False
+        for child in item.values() if type(item) is dict else item:
+            kind = type(child)
+            if kind is dict or kind is list:
+                stack.append((child, level + 1))
+            elif kind is int:
+                if not -MAX_INT <= child <= MAX_INT:
+                    return False
+            elif kind is float and not math.isfinite(child):
+                return False
+    return True
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed in a trace")
+
+
+# one decoder for every call (json.loads builds a new one per call when given parse_constant)
+_DECODE: Final = json.JSONDecoder(parse_constant=_reject_constant).decode
 
 
 def _bad_value(item: Any) -> str | None:

@@ -6,9 +6,10 @@ one `llm` step to the next) at a time; tool steps before the first `llm` step ar
 step or the end of the file says how they group (see `replay.turn_plan`). A trace whose objective is not
 in its header (the first user message) is read twice: once to find that message, once to replay.
 
-Every line gets the loader's checks (`safeload.parse_json`: depth, strings, numbers; each step as the
-loader reads it). The loader's bounds on a whole file (`MAX_FILE_BYTES`, `MAX_STEPS`) exist because it
-holds the file and every step's result in memory; a stream holds neither, so it bounds a line instead.
+Every line gets the loader's checks (`faststep`: a direct construction for the common well-formed line,
+the loader's own reader for anything else). The loader's bounds on a whole file (`MAX_FILE_BYTES`,
+`MAX_STEPS`) exist because it holds the file and every step's result in memory; a stream holds neither,
+so it bounds a line instead.
 """
 
 from __future__ import annotations
@@ -16,19 +17,19 @@ from __future__ import annotations
 import dataclasses
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from .errors import LoopguardError, NotATraceError, TraceError, warn
 from .expect import Mismatch, check, check_reached, check_run
+from .faststep import step_from_line
 from .limits import MAX_FILE_BYTES
-from .model import ReplayResult, Step, ToolCall, Trace
+from .model import ReplayResult, Step, StepResult, ToolCall, Trace
 from .policy import Policy
 from .replay import Replayer, policy_for, turn_plan
 from .runner import execute, load_file
-from .safeload import parse_json
-from .traceio import _step, iter_trace_files, loads
+from .traceio import iter_trace_files, loads
 
 __all__ = ["StreamedRun", "replay_jsonl", "run_paths"]
 
@@ -44,34 +45,73 @@ class StreamedRun:
         self.mismatches = mismatches
 
 
-def _open(path: str) -> IO[str]:
-    """The file for reading line by line: a regular file only (a FIFO would block), lines ending at "\\n"
-    only (as the loader splits them)."""
+def _open(path: str) -> IO[bytes]:
+    """The file for reading in blocks: a regular file only (a FIFO would block)."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise TraceError("not a regular file (a FIFO, device or folder); only regular files are read", file=path)
     except OSError as exc:
         raise TraceError(f"cannot read: {exc.strerror or exc}", file=path) from None
-    return open(path, encoding="utf-8", newline="\n")
+    return open(path, "rb", buffering=0)  # blocks are read whole: a buffer would only copy them
 
 
-def _rows(handle: IO[str], path: str) -> Iterator[tuple[int, str, bool]]:
-    """(line number, text, whether it is the last) of each non-blank line. A line is at most
-    MAX_FILE_BYTES long (the loader's bound on a whole file); the file itself may be any length."""
+_BLOCK = 1 << 20  # read and decode a MiB at a time: per-line reads cost more than the JSON parse of a short line
+
+
+def _blocks(handle: IO[bytes], path: str) -> Iterator[list[str]]:
+    """Every line as text, a block of lines at a time: split at "\\n" only (as the loader splits) and
+    decoded as strict UTF-8 a block of whole lines at once. A line is at most MAX_FILE_BYTES long (the
+    loader's bound on a whole file); the file itself may be any length."""
+    parts: list[bytes] = []  # the start of a line that runs past the blocks read so far
+    held = 0
+    offset = 0  # bytes of the file decoded so far (for the error on a bad byte)
+    lineno = 0
+    # a small file is read in one block of its own size: a MiB allocated per file costs more than its parse
+    want = min(_BLOCK, os.fstat(handle.fileno()).st_size + 1)
+    while True:
+        block = handle.read(want)
+        if not block:
+            break
+        cut = block.rfind(b"\n")
+        if cut < 0:
+            held += len(block)
+            if held > MAX_FILE_BYTES:
+                raise TraceError(f"line longer than {MAX_FILE_BYTES} bytes", file=path, line=lineno + 1)
+            parts.append(block)
+            continue
+        if held + block.find(b"\n") > MAX_FILE_BYTES:  # only the first line can run past one block
+            raise TraceError(f"line longer than {MAX_FILE_BYTES} bytes", file=path, line=lineno + 1)
+        data = b"".join((*parts, block[:cut])) if parts else block[:cut]
+        text = _decode(data, path, offset, lineno)
+        lines = text.split("\n")
+        lineno += len(lines)
+        offset += len(data) + 1
+        yield lines
+        parts, held = [block[cut + 1:]], len(block) - cut - 1
+    if held:
+        yield [_decode(b"".join(parts), path, offset, lineno)]
+
+
+def _decode(data: bytes, path: str, offset: int, lineno: int) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TraceError(f"not UTF-8 text (byte {data[exc.start]:#04x} at offset {offset + exc.start})",
+                         file=path, line=lineno + data.count(b"\n", 0, exc.start) + 1) from None
+
+
+def _rows(handle: IO[bytes], path: str) -> Iterator[tuple[int, str, bool]]:
+    """(line number, text, whether it is the last) of each non-blank line."""
     pending: tuple[int, str] | None = None
     lineno = 0
-    while True:
-        text = handle.readline(MAX_FILE_BYTES + 1)
-        if not text:
-            break
-        lineno += 1
-        if len(text) > MAX_FILE_BYTES:
-            raise TraceError(f"line longer than {MAX_FILE_BYTES} characters", file=path, line=lineno)
-        if not text.strip():
-            continue
-        if pending is not None:
-            yield pending[0], pending[1], False
-        pending = (lineno, text[:-1] if text.endswith("\n") else text)
+    for lines in _blocks(handle, path):
+        for text in lines:
+            lineno += 1
+            if not text or text.isspace():
+                continue
+            if pending is not None:
+                yield pending[0], pending[1], False
+            pending = (lineno, text)
     if pending is not None:
         yield pending[0], pending[1], True
 
@@ -86,12 +126,12 @@ def _header(rows: Iterator[tuple[int, str, bool]], path: str) -> Trace:
     return loads("\n" * (lineno - 1) + text, fmt="jsonl", path=path)[0]
 
 
-def _parsed(rows: Iterator[tuple[int, str, bool]], path: str, torn: list[str] | None) -> Iterator[tuple[int, Any]]:
-    """Each step line parsed with the loader's limits. A torn last line (a run cut off mid-write) is left
-    out, warned about and noted in `torn` (None: a silent first read), as the loader does."""
-    for lineno, text, last in rows:
+def _steps(rows: Iterator[tuple[int, str, bool]], path: str, torn: list[str] | None) -> Iterator[Step]:
+    """Each step line read with the loader's checks (`faststep`). A torn last line (a run cut off
+    mid-write) is left out, warned about and noted in `torn` (None: a silent first read), as the loader does."""
+    for index, (lineno, text, last) in enumerate(rows):
         try:
-            raw = parse_json(text, path, lineno)
+            yield step_from_line(text, index, path, lineno)
         except TraceError as exc:
             if not (last and exc.problem.startswith("JSON syntax error")):
                 raise
@@ -100,25 +140,21 @@ def _parsed(rows: Iterator[tuple[int, str, bool]], path: str, torn: list[str] | 
                 warn(message)
                 torn.append(message)
             return
-        yield lineno, raw
 
 
-def _steps(rows: Iterator[tuple[int, Any]], path: str) -> Iterator[Step]:
-    for index, (lineno, raw) in enumerate(rows):
-        try:
-            yield _step(raw, index)
-        except TraceError as exc:
-            raise exc.located(file=path, line=lineno) from None
-
-
-def _planned(steps: Iterator[Step]) -> Iterator[tuple[Step, tuple[ToolCall, ...] | None]]:
-    """Each step with the calls of the turn it starts, holding one stretch (llm step to llm step) at a time."""
+def _planned(steps: Iterator[Step], replayer: Replayer) -> Iterator[tuple[Step, tuple[ToolCall, ...] | None]]:
+    """Each step with the calls of the turn it starts, holding one stretch (llm step to llm step) at a time.
+    Stops once the run has ended: no later step needs its turn's calls (each is `not_reached`), and the
+    caller reads the rest of `steps` itself."""
     held: list[Step] = []
     has_llm: bool | None = None  # unknown until the first llm step, or the end of the file
     for step in steps:
         if step.kind == "llm":
             if held:
                 yield from _stretch(held, True)
+                if replayer.outcome is not None:
+                    yield step, None
+                    return
             has_llm = True
             held = [step]
         else:
@@ -140,18 +176,22 @@ def _objective(header: Trace, path: str) -> str:
     with _open(path) as handle:
         rows = _rows(handle, path)
         next(rows, None)
-        for step in _steps(_parsed(rows, path, None), path):
+        for step in _steps(rows, path, None):
             if step.message is not None and step.message.from_user:
                 return step.message.text
     return ""
 
 
-def replay_jsonl(path: str | Path, policy: Policy | str | None = None) -> StreamedRun | None:
+def replay_jsonl(
+    path: str | Path, policy: Policy | str | Mapping[str, Any] | None = None,
+    on_step: Callable[[Step, StepResult], object] | None = None,
+) -> StreamedRun | None:
     """Replay a JSONL trace file as it is read and check its expectations as the steps go by.
 
     The result has no step timeline (`steps` is empty) but the run's counts (`step_counts`), outcome and
-    where it stopped; mismatches are the same as `expect.check` finds on a full replay. None for a
-    scenario (`mode: simulate`), which is simulated, not replayed.
+    where it stopped; mismatches are the same as `expect.check` finds on a full replay. `on_step` is
+    given each step and its result as they go by (`loopguard replay` prints them). None for a scenario
+    (`mode: simulate`), which is simulated, not replayed.
     """
     name = str(path)
     try:
@@ -166,17 +206,29 @@ def replay_jsonl(path: str | Path, policy: Policy | str | None = None) -> Stream
             counts: dict[str, int] = {}
             mismatches: list[Mismatch] = []
             strict = header.strict
-            for step, calls in _planned(_steps(_parsed(rows, name, torn), name)):
+            steps = _steps(rows, name, torn)
+
+            def record(step: Step, calls: tuple[ToolCall, ...] | None) -> None:
                 got = replayer.step(step, calls)
+                if on_step is not None:
+                    on_step(step, got)
                 counts[got.action] = counts.get(got.action, 0) + 1
                 m = check_reached(step, got, strict)
                 if m is not None:
                     mismatches.append(m)
+
+            for step, calls in _planned(steps, replayer):
+                record(step, calls)
+            # the run has ended (or the file has): each step left is still read and checked, so a bad line
+            # after a stop is reported, and is `not_reached`; a result is made only where something reads it
+            for step in steps:
+                if on_step is None and step.expect is None:
+                    counts["not_reached"] = counts.get("not_reached", 0) + 1
+                else:
+                    record(step, None)
             outcome = replayer.finish()
     except OSError as exc:
         raise TraceError(f"cannot read: {exc.strerror}", file=name) from None
-    except UnicodeDecodeError:
-        raise TraceError("not UTF-8 text", file=name) from None
     if torn:
         header = dataclasses.replace(header, warnings=tuple(torn))
     result = ReplayResult(header, policy_name, outcome, replayer.stopped_at, replayer.stopped_by, (),

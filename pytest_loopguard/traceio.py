@@ -8,6 +8,7 @@ crashed recorder) is a warning, never a crash.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
@@ -536,6 +537,9 @@ def _loads_jsonl(text: str, path: str | None) -> Trace:
         raise
     if not _claims_trace(header_value):
         raise _not_a_trace(path, header_value)
+    fast = _plain_jsonl(header_value, numbered[1:], path)
+    if fast is not None:
+        return fast
     parsed: list[tuple[int, Any]] = [(first_line, header_value)]
     warnings: list[str] = []
     for pos, (lineno, line) in enumerate(numbered[1:], 1):
@@ -562,6 +566,26 @@ def _loads_jsonl(text: str, path: str | None) -> Trace:
     except TraceError as exc:
         at = parsed[exc.step + 1][0] if exc.step is not None else header_line
         raise exc.located(file=path, line=at) from None
+
+
+def _plain_jsonl(header: Mapping[str, Any], rows: list[tuple[int, str]], path: str | None) -> Trace | None:
+    """The trace when every step line is plainly valid (`faststep.plain_step`) and so is the header; None
+    sends the file through the full checks below, which find and word the first error as they always have."""
+    from .faststep import plain_step  # faststep builds on this module's step reader
+
+    if "steps" in header or len(rows) > MAX_STEPS:
+        return None
+    steps = []
+    for index, (_, line) in enumerate(rows):
+        step = plain_step(line, index)
+        if step is None:
+            return None
+        steps.append(step)
+    try:
+        trace = trace_from_mapping({**header, "steps": []}, path=path)
+    except TraceError:
+        return None
+    return dataclasses.replace(trace, steps=tuple(steps))
 
 
 def _fmt(path: Path) -> str:

@@ -117,6 +117,14 @@ def _host(url: str) -> str:
     return (parts.hostname or "").lower()
 
 
+def _push(out: list[Verdict] | None, verdict: Verdict) -> list[Verdict]:
+    """`out` with `verdict` appended; a new list when there was none yet."""
+    if out is None:
+        return [verdict]
+    out.append(verdict)
+    return out
+
+
 BudgetSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
 
 
@@ -168,7 +176,9 @@ class Budget(Engine):
         self._same_tool_count = 0
         self._observation_streak = 0
         self._failure_streak = 0
-        self._events: deque[BudgetEvent] = deque(maxlen=max(settings.recent_events, 0))
+        # (kind, call, t, detail): a BudgetEvent is built only when the envelope is read, since most
+        # events are pushed out of the window unread
+        self._events: deque[tuple[str, int, int, Mapping[str, Any]]] = deque(maxlen=max(settings.recent_events, 0))
 
     # ---- public state ------------------------------------------------------------------------------
     @property
@@ -193,7 +203,7 @@ class Budget(Engine):
                 "failure_streak": self._failure_streak,
             }),
             budget_status=self._status(),
-            recent_events=tuple(self._events),
+            recent_events=tuple(BudgetEvent(*event) for event in self._events),
         )
 
     def _elapsed(self) -> int:
@@ -220,34 +230,35 @@ class Budget(Engine):
 
     # ---- hooks -------------------------------------------------------------------------------------
     @hookimpl
-    def loopguard_before_call(self, call: ToolCall) -> list[Verdict] | None:
+    def loopguard_before_call(self, call: ToolCall, result: ToolResult | None) -> list[Verdict] | None:
+        # every argument of the event, in the contract's order: the Guard then calls these methods directly
         if not self._open:
             return None
         s = self.settings
         self._calls += 1
         calls = self._calls
-        out: list[Verdict] = []
+        out: list[Verdict] | None = None  # most calls get no verdict: a list only for one that does
 
         if s.max_tool_calls is not None:
             if calls > s.max_tool_calls:
-                out.append(self._verdict(
+                out = _push(out, self._verdict(
                     "block", "max_tool_calls", calls, s.max_tool_calls,
                     f"Tool call budget exhausted: this is call {calls} of a task allowed {s.max_tool_calls}. "
                     "Finish with what you have.",
                 ))
             elif calls == self._near_calls:
-                out.append(self._near("max_tool_calls", calls, s.max_tool_calls, f"{calls} tool calls"))
+                out = _push(out, self._near("max_tool_calls", calls, s.max_tool_calls, f"{calls} tool calls"))
         if s.max_wall_ms is not None:
             elapsed = self._elapsed()
             if elapsed > s.max_wall_ms:
-                out.append(self._verdict(
+                out = _push(out, self._verdict(
                     "block", "max_wall_ms", elapsed, s.max_wall_ms,
                     f"Time budget exhausted: {elapsed} ms elapsed of the task's {s.max_wall_ms} ms. "
                     "Finish with what you have.",
                 ))
             elif self._near_wall is not None and elapsed >= self._near_wall and not self._wall_near_sent:
                 self._wall_near_sent = True
-                out.append(self._near("max_wall_ms", elapsed, s.max_wall_ms, f"{elapsed} ms elapsed"))
+                out = _push(out, self._near("max_wall_ms", elapsed, s.max_wall_ms, f"{elapsed} ms elapsed"))
 
         kind = self.run.kind(call)
         if kind == "observation":
@@ -256,13 +267,13 @@ class Budget(Engine):
             self._observation_streak += 1
             n, limit = self._observation_streak, s.max_observation_streak
             if limit is not None and n > limit:
-                out.append(self._verdict(
+                out = _push(out, self._verdict(
                     "warn", "observation_streak", n, limit,
                     f"Budget exceeded: {n} observation calls in a row (limit {limit}). Change strategy, "
                     "or verify what you have observed.",
                 ))
             elif n == self._near_observations:
-                out.append(self._near("observation_streak", n, limit, f"{n} observation calls in a row"))
+                out = _push(out, self._near("observation_streak", n, limit, f"{n} observation calls in a row"))
         else:
             self._action_calls += 1
             self._observation_streak = 0
@@ -274,32 +285,33 @@ class Budget(Engine):
                 self._same_tool, self._same_tool_count = call.tool, 1
             n, limit = self._same_tool_count, s.max_consecutive_same_tool
             if limit is not None and n > limit:
-                out.append(self._verdict(
+                out = _push(out, self._verdict(
                     "warn", "consecutive_same_tool", n, limit,
                     f"Budget exceeded: {call.tool!r} called {n} times in a row (limit {limit}). "
                     "Change strategy.",
                     tool=call.tool,
                 ))
             elif n == self._near_same_tool:
-                out.append(self._near("consecutive_same_tool", n, limit, f"{call.tool!r} {n} times in a row",
-                                      tool=call.tool))
+                out = _push(out, self._near("consecutive_same_tool", n, limit,
+                                            f"{call.tool!r} {n} times in a row", tool=call.tool))
             if kind == "navigation":
                 url = call.args.get(s.url_arg)
                 if isinstance(url, str):
-                    out.extend(self._navigation(url))
+                    for verdict in self._navigation(url):
+                        out = _push(out, verdict)
 
         every = s.checkpoint_every_calls
         if every and calls % every == 0:
-            out.append(self._verdict(
+            out = _push(out, self._verdict(
                 "allow", "checkpoint", calls, every,
                 f"Checkpoint after {calls} calls: record your progress toward the objective: "
                 f"{self.run.objective or (self._task.objective if self._task else '')}",
                 status=self._status(),
             ))
-        return out or None
+        return out
 
     @hookimpl
-    def loopguard_after_call(self, result: ToolResult | None, blocked: bool) -> Verdict | None:
+    def loopguard_after_call(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> Verdict | None:
         if not self._open or blocked or result is None:
             return None
         if result.ok:
@@ -372,7 +384,7 @@ class Budget(Engine):
         return Verdict(self.name, action, code, message, data)
 
     def _event(self, kind: str, detail: Mapping[str, Any]) -> None:
-        self._events.append(BudgetEvent(kind, self._calls, self.run.clock.now_ms, detail))
+        self._events.append((kind, self._calls, self.run.clock.now_ms, detail))
 
 
 ENGINE = Budget

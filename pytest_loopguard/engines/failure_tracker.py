@@ -150,6 +150,7 @@ class FailureTracker(Engine):
         self._turn_seen = 0
         self._turn_ran = 0
         self._turn_failed = 0
+        self._single_call = settings.turn_failure == "single_call"
         # repetition
         self.repetitions = 0
         self._previous_target: tuple[str, tuple[Any, ...]] | None = None
@@ -173,21 +174,24 @@ class FailureTracker(Engine):
         # failing keys: failures of each (tool, verb, target) since it last succeeded; the key failing now
         self._failing_keys = settings.failing_key_warn_at is not None or settings.failing_key_streak_warn_at is not None
         self.key_failures: LRUMap[tuple[str, str, str], int] = LRUMap(settings.max_keys)
+        # every tool with a failing key since the last reset (and maybe some whose keys went since): a
+        # success of any other tool has no key to forget
+        self._failing_tools: set[str] = set()
         self._streak_key: tuple[str, str, str] | None = None
         self.key_streak = 0
 
     # ---- turns -------------------------------------------------------------------------------------
     @hookimpl
     def loopguard_turn_start(self, turn: Turn) -> Verdict | None:
-        s = self.settings
-        exhausted = self._max_steps(turn.index + self.rejected)
-        if exhausted is not None:
-            return exhausted
+        if self.settings.max_steps is not None:
+            exhausted = self._max_steps(turn.index + self.rejected)
+            if exhausted is not None:
+                return exhausted
         size = len(turn.calls)
         self._turn_size = size
         self._turn_seen = self._turn_ran = self._turn_failed = 0
         # a turn that cannot fail by the rule is decided now: no calls, or (browser-use) several calls
-        if size == 0 or (size > 1 and s.turn_failure == "single_call"):
+        if size == 0 or (size > 1 and self._single_call):
             self.consecutive_failures = 0
         return None
 
@@ -218,59 +222,64 @@ class FailureTracker(Engine):
 
     # ---- calls -------------------------------------------------------------------------------------
     @hookimpl
-    def loopguard_before_call(self, call: ToolCall) -> list[Verdict] | None:
+    def loopguard_before_call(self, call: ToolCall, result: ToolResult | None) -> list[Verdict] | None:
+        # every argument of the event, in the contract's order: the Guard then calls this method directly
         s = self.settings
-        verdicts: list[Verdict] = []
+        # most calls get no verdict: the list is built only for one that does
+        verdicts: list[Verdict] | None = None
         if self.forced_done and self.run.kind(call) != "done":
             n = s.max_failures
-            verdicts.append(Verdict(
+            verdicts = [Verdict(
                 NAME, "stop", "failure_tracker.max_failures",
                 f"Stopped: the agent failed {n} times in a row and was told to call done, but called "
                 f"'{call.tool}'.",
                 {"count": self.consecutive_failures, "max_failures": n},
-            ))
+            )]
         if s.max_repetitions is not None:
             target = (call.tool, tuple(call.args.get(k, _MISSING) for k in s.target_keys))
             self.repetitions = self.repetitions + 1 if target == self._previous_target else 0
             self._previous_target = target
             if self.repetitions >= s.max_repetitions:
-                verdicts.append(Verdict(
+                verdicts = [*(verdicts or ()), Verdict(
                     NAME, "stop", "failure_tracker.repetition",
                     f"Stopped: '{call.tool}' repeated on the same target {self.repetitions + 1} times in a row.",
                     {"repetitions": self.repetitions, "max_repetitions": s.max_repetitions, "tool": call.tool},
-                ))
+                )]
         if s.guardrails:
-            verdicts.extend(self._guardrail_blocks(call))
-        return verdicts or None
+            blocks = self._guardrail_blocks(call)
+            if blocks is not None:
+                verdicts = [*(verdicts or ()), *blocks]
+        return verdicts
 
     @hookimpl
     def loopguard_after_call(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> list[Verdict] | None:
         s = self.settings
         failed = not blocked and result is not None and not result.ok
-        verdicts: list[Verdict] = []
         self.rejected_streak = 0
-        if s.max_failures is not None:
-            turn_verdict = self._count_turn(blocked, failed)
-            if turn_verdict is not None:
-                verdicts.append(turn_verdict)
-        if s.action_loop and call.tool not in self._exempt:
-            loop_verdict = self._enter_window(action_identity(call))
-            if loop_verdict is not None:
-                verdicts.append(loop_verdict)
-        if s.guardrails and not blocked:
-            guard_verdict = self._guardrail_outcome(call, result, failed)
-            if guard_verdict is not None:
-                verdicts.append(guard_verdict)
+        # each rule's verdict, None for most calls: the list is built only when one of them gives one
+        turn_verdict = self._count_turn(blocked, failed) if s.max_failures is not None else None
+        loop_verdict = (self._enter_window(action_identity(call))
+                        if s.action_loop and call.tool not in self._exempt else None)
+        guard_verdict = self._guardrail_outcome(call, result, failed) if s.guardrails and not blocked else None
+        key_verdict = None
         if self._failing_keys and not blocked:
-            key_verdict = self._count_key(call, result, failed)
-            if key_verdict is not None:
-                verdicts.append(key_verdict)
-        return verdicts or None
+            if failed:
+                key_verdict = self._count_key(call, result)
+            else:
+                self._streak_key, self.key_streak = None, 0
+                # only a tool with a failed call since the last reset can have a key to forget: most
+                # successful calls skip reading their target
+                if call.tool in self._failing_tools:
+                    self._forget_key(call)
+        if turn_verdict is None and loop_verdict is None and guard_verdict is None and key_verdict is None:
+            return None
+        return [v for v in (turn_verdict, loop_verdict, guard_verdict, key_verdict) if v is not None]
 
     @hookimpl
     def loopguard_message(self, message: Message) -> None:
         if self._failing_keys and message.from_user:
             self.key_failures.clear()
+            self._failing_tools.clear()
             self._streak_key, self.key_streak = None, 0
         # Hermes counts per user prompt: a new user message starts the guardrails afresh
         if self.settings.guardrails and message.from_user:
@@ -298,14 +307,17 @@ class FailureTracker(Engine):
         )
 
     # ---- failing keys ------------------------------------------------------------------------------
-    def _count_key(self, call: ToolCall, result: ToolResult | None, failed: bool) -> Verdict | None:
+    def _forget_key(self, call: ToolCall) -> None:
+        """A call that ran and succeeded: its key's failures are forgotten."""
+        target = self.run.target(call)
+        self.key_failures.pop((call.tool, target.verb, target.targets[0] if target.targets else ""), None)
+
+    def _count_key(self, call: ToolCall, result: ToolResult | None) -> Verdict | None:
+        """A call that ran and failed: one more failure of its key, and of the streak if it is the same key."""
         target = self.run.target(call)
         key = (call.tool, target.verb, target.targets[0] if target.targets else "")
-        if not failed:
-            self.key_failures.pop(key, None)
-            self._streak_key, self.key_streak = None, 0
-            return None
-        n = self.key_failures[key] = self.key_failures.get(key, 0) + 1
+        self._failing_tools.add(call.tool)
+        n = self.key_failures.increment(key)
         self.key_streak = self.key_streak + 1 if key == self._streak_key else 1
         self._streak_key = key
         s = self.settings
@@ -331,12 +343,11 @@ class FailureTracker(Engine):
 
     # ---- failed turns ------------------------------------------------------------------------------
     def _count_turn(self, blocked: bool, failed: bool) -> Verdict | None:
-        s = self.settings
         self._turn_seen += 1
         if not blocked:
             self._turn_ran += 1
             self._turn_failed += failed
-        if s.turn_failure == "single_call":
+        if self._single_call:
             if self._turn_size != 1:
                 return None  # a multi-call turn was reset at its start
             turn_failed = failed
@@ -348,6 +359,7 @@ class FailureTracker(Engine):
             self.consecutive_failures = 0
             return None
         self.consecutive_failures += 1
+        s = self.settings
         n = s.max_failures
         assert n is not None
         if self.consecutive_failures != n or self.forced_done:
@@ -419,38 +431,36 @@ class FailureTracker(Engine):
         )
 
     # ---- guardrails --------------------------------------------------------------------------------
-    def _guardrail_blocks(self, call: ToolCall) -> list[Verdict]:
+    def _guardrail_blocks(self, call: ToolCall) -> list[Verdict] | None:
         s = self.settings
-        out: list[Verdict] = []
+        out: list[Verdict] | None = None  # a list only for a call that is blocked
         signature = call.fingerprint
         if s.exact_failure_block_at is not None:
             exact = self.exact_failures.get(signature, 0)
             if exact >= s.exact_failure_block_at:
-                out.append(Verdict(
+                out = [Verdict(
                     NAME, "block", "failure_tracker.exact_failure",
                     f"Blocked: '{call.tool}' failed {exact} times with these exact arguments. Do not retry it "
                     "unchanged; change strategy or explain the blocker.",
                     {"count": exact, "block_at": s.exact_failure_block_at, "tool": call.tool},
-                ))
+                )]
         if s.no_progress_block_at is not None and call.tool in self._read_only:
             progress = self.no_progress.get(signature)
             if progress is not None and progress[1] >= s.no_progress_block_at:
-                out.append(Verdict(
+                out = [*(out or ()), Verdict(
                     NAME, "block", "failure_tracker.no_progress",
                     f"Blocked: '{call.tool}' returned the same result {progress[1]} times. Use the result you "
                     "already have or change the query.",
                     {"count": progress[1], "block_at": s.no_progress_block_at, "tool": call.tool},
-                ))
+                )]
         return out
 
     def _guardrail_outcome(self, call: ToolCall, result: ToolResult | None, failed: bool) -> Verdict | None:
         s = self.settings
         signature, tool = call.fingerprint, call.tool
         if failed:
-            exact = self.exact_failures.get(signature, 0) + 1
-            self.exact_failures[signature] = exact
-            same = self.tool_failures.get(tool, 0) + 1
-            self.tool_failures[tool] = same
+            exact = self.exact_failures.increment(signature)
+            same = self.tool_failures.increment(tool)
             self.no_progress.pop(signature, None)
             if s.same_tool_failure_stop_at is not None and same >= s.same_tool_failure_stop_at:
                 return Verdict(

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..fingerprint import IDENTITIES, IdentityMode
+from ..fingerprint import FLAT_SAME_AS, IDENTITIES, IdentityMode, is_flat
 from ..hookspecs import hookimpl
 from ..model import Verdict
 from .base import Engine, EngineSettings, SettingError, at_least
@@ -55,7 +55,7 @@ class Settings(EngineSettings):
     outcome_block_threshold: int = 4  # 0 disables outcome poisoning
     outcome_prefix_bytes: int = 1000
     reset_on_user_message: bool = True
-    # per-identity maps (facts, outcome counts, poisoned identities, ping-pong warnings) keep at most this
+    # per-identity maps (outcome counts, poisoned identities, ping-pong warnings) keep at most this
     # many keys, least recently used evicted first (docs/engines.md, "Bounded state")
     max_keys: int = DEFAULT_MAX_KEYS
 
@@ -111,34 +111,55 @@ class LoopGuard(Engine):
         self.settings: LoopGuardSettings = settings
         mode = settings.identity
         # canonical and ordered are precomputed on every call; the other modes are computed here, only
-        # for the policies that use them
+        # for the policies that use them, and only for arguments where they differ from both (FLAT_SAME_AS)
         self._identity_text = None if mode in ("canonical", "ordered") else IDENTITIES[mode]
+        self._flat_same_as_ordered = FLAT_SAME_AS.get(mode) == "ordered"
         self._ordered = mode == "ordered"
         self._exempt: dict[str, list[Mapping[str, Any]]] = {}
         for rule in settings.exempt:
             self._exempt.setdefault(rule["tool"], []).append(rule.get("when") or {})
         self._poll_words = tuple(w.lower() for w in settings.poll_words)
         self._poll_shell_tools = frozenset(settings.poll_shell_tools)
-        # identity -> (tool, observation?, poll?): pure functions of the identity, kept across resets
-        # never fewer than the ring holds: ping-pong reads the facts of every identity in the ring
-        self._facts: LRUMap[str, tuple[str, bool, bool]] = LRUMap(max(settings.max_keys, settings.ring_size))
+        # the identities of the last `ring_size` calls and the calls themselves: whether a call is a poll or
+        # an observation is asked only when a rule needs it (a count at a threshold, a periodic ring),
+        # from the call, so no per-identity map is kept for it
         self._ring: deque[str] = deque(maxlen=settings.ring_size)
+        self._ring_calls: deque[ToolCall] = deque(maxlen=settings.ring_size)
         # per ping-pong period p: how many newest ring entries in a row equal the entry p before them,
         # kept as calls arrive so a periodic tail is measured without rescanning the ring
-        self._periods = settings.ping_pong_periods if settings.ping_pong else ()
-        self._runs = [0] * len(self._periods)
+        # (index, period, matches needed): a period's last `window` calls repeat once `window - period`
+        # newest entries match; a period below 2 never counts (one identity over and over is consecutive)
+        periods = [p for p in settings.ping_pong_periods if p >= 2] if settings.ping_pong else []
+        self._period_needs = tuple((j, p, p * (settings.ping_pong_detect_repeats - 1)) for j, p in enumerate(periods))
+        self._runs = [0] * len(periods)
+        # no consecutive verdict below the lowest threshold (a poll multiplier only raises them), so the
+        # count of most calls is compared once
+        thresholds = [t for t in (settings.warn_at, settings.block_at, settings.stop_at) if t is not None]
+        self._first_threshold = min(thresholds) if thresholds else None
+        self._outcome_threshold = settings.outcome_block_threshold
         self._current: str | None = None
         self._consecutive = 0
         self._warnings = 0
         self._ping_pong_warnings: LRUMap[str, int] = LRUMap(settings.max_keys)
-        self._outcomes: LRUMap[tuple[str, bytes], int] = LRUMap(settings.max_keys)
+        self._outcomes: LRUMap[tuple[str, str | bytes], int] = LRUMap(settings.max_keys)
         self._poisoned: LRUMap[str, int] = LRUMap(settings.max_keys)  # identity -> the outcome count that poisoned it
+        # the last identity computed and its call: after_call reads the one before_call computed
+        self._last_call: ToolCall | None = None
+        self._last_identity = ""
 
     # ---- identity ----------------------------------------------------------------------------------
     def _identity(self, call: ToolCall) -> str:
-        if self._identity_text is not None:
-            return call.tool + "\x1f" + self._identity_text(call.args)
-        return call.ordered_fingerprint if self._ordered else call.fingerprint
+        if call is self._last_call:
+            return self._last_identity
+        text = self._identity_text
+        if text is None:
+            identity = call.ordered_fingerprint if self._ordered else call.fingerprint
+        elif is_flat(call.args):
+            identity = call.ordered_fingerprint if self._flat_same_as_ordered else call.fingerprint
+        else:
+            identity = call.tool + "\x1f" + text(call.args)
+        self._last_call, self._last_identity = call, identity
+        return identity
 
     def _is_exempt(self, call: ToolCall) -> bool:
         conditions = self._exempt.get(call.tool)
@@ -147,52 +168,72 @@ class LoopGuard(Engine):
         args = call.args
         return any(all(args.get(k) == v for k, v in when.items()) for when in conditions)
 
-    def _facts_of(self, identity: str, call: ToolCall) -> tuple[str, bool, bool]:
-        facts = self._facts.get(identity)
-        if facts is not None:
-            self._facts.move_to_end(identity)  # in use: the ring's identities must keep theirs
-        else:
-            observation = self.run.kind(call) == "observation"
-            poll = observation
-            if not poll and call.tool in self._poll_shell_tools:
-                text = call.ordered
-                if len(text) < self.settings.poll_max_chars:
-                    lowered = text.lower()
-                    poll = any(word in lowered for word in self._poll_words)
-            facts = (call.tool, observation, poll)
-            self._facts[identity] = facts
-        return facts
+    def _observation(self, call: ToolCall) -> bool:
+        return self.run.kind(call) == "observation"
+
+    def _poll(self, call: ToolCall) -> bool:
+        """An observation, or a short shell command with a poll word: its thresholds are multiplied."""
+        if self._observation(call):
+            return True
+        if call.tool not in self._poll_shell_tools:
+            return False
+        text = call.ordered
+        if len(text) >= self.settings.poll_max_chars:
+            return False
+        lowered = text.lower()
+        return any(word in lowered for word in self._poll_words)
 
     # ---- hooks -------------------------------------------------------------------------------------
     @hookimpl
-    def loopguard_before_call(self, call: ToolCall) -> Verdict | None:
-        s = self.settings
+    def loopguard_before_call(self, call: ToolCall, result: ToolResult | None) -> Verdict | None:
+        # every argument of the event, in the contract's order: the Guard then calls this method directly
         if self._exempt and self._is_exempt(call):
             return None  # invisible: the current identity and its count stay as they were
         identity = self._identity(call)
-        tool, _, poll = self._facts_of(identity, call)
         # the ring holds every call the agent made, blocked ones included
         ring = self._ring
         ring.append(identity)
-        if self._periods:
+        self._ring_calls.append(call)
+        periodic = False
+        if self._period_needs:
             n, runs = len(ring), self._runs
-            for j, period in enumerate(self._periods):
-                runs[j] = runs[j] + 1 if n > period and ring[-1 - period] == identity else 0
+            for j, period, need in self._period_needs:
+                run = runs[j] = runs[j] + 1 if n > period and ring[-1 - period] == identity else 0
+                # only matches still inside the ring count: a full ring dropped the oldest ones a run counted
+                if run >= need and n - period >= need:
+                    periodic = True
 
-        poisoned_at = self._poisoned.get(identity)
-        if poisoned_at is not None:
-            return Verdict(
-                NAME, "block", "loop_guard.identical_outcome",
-                f"Blocked: tool '{tool}' returned the same result {poisoned_at} times for identical parameters. "
-                "Calling it again will not change the result; try a different approach.",
-                {"tool": tool, "outcome_count": poisoned_at, "threshold": s.outcome_block_threshold},
-            )
+        if self._poisoned:
+            poisoned_at = self._poisoned.get(identity)
+            if poisoned_at is not None:
+                return self._poisoned_verdict(call.tool, poisoned_at)
 
         if identity != self._current:
             self._current = identity
             self._consecutive = 0
             self._warnings = 0
         self._consecutive += 1
+        first = self._first_threshold
+        if first is not None and self._consecutive >= first:
+            verdict = self._consecutive_verdict(call)
+            if verdict is not None:
+                return verdict
+        if periodic:
+            return self._ping_pong(identity, call.tool)
+        return None
+
+    def _poisoned_verdict(self, tool: str, poisoned_at: int) -> Verdict:
+        return Verdict(
+            NAME, "block", "loop_guard.identical_outcome",
+            f"Blocked: tool '{tool}' returned the same result {poisoned_at} times for identical parameters. "
+            "Calling it again will not change the result; try a different approach.",
+            {"tool": tool, "outcome_count": poisoned_at, "threshold": self.settings.outcome_block_threshold},
+        )
+
+    def _consecutive_verdict(self, call: ToolCall) -> Verdict | None:
+        """The consecutive rule's verdict for the current identity's count, if it reached a threshold."""
+        s = self.settings
+        tool, poll = call.tool, self._poll(call)
         count = self._consecutive
         multiplier = s.poll_multiplier if poll else 1
         block_at = s.block_at * multiplier if s.block_at is not None else None
@@ -231,9 +272,6 @@ class LoopGuard(Engine):
                 "Consider a different approach.",
                 data,
             )
-
-        if s.ping_pong:
-            return self._ping_pong(identity, tool)
         return None
 
     def _forget_current(self) -> None:
@@ -245,24 +283,22 @@ class LoopGuard(Engine):
         s = self.settings
         ring = self._ring
         n = len(ring)
-        for j, period in enumerate(self._periods):
-            window = period * s.ping_pong_detect_repeats
-            if period < 2 or n < window:
-                continue
+        for j, period, need in self._period_needs:
             # matches still inside the ring: a full ring has dropped the oldest entries a run counted
             run = min(self._runs[j], n - period)
             # the last `window` identities repeat with this period ...
-            if run < window - period:
+            if run < need:
                 continue
             cycle = [ring[i] for i in range(n - period, n)]
             # ... and are not one identity over and over (that is the consecutive rule's business)
             if all(c == cycle[0] for c in cycle):
                 continue
-            if self._observation_exempt(cycle):
+            calls = [self._ring_calls[i] for i in range(n - period, n)]
+            if self._observation_exempt(calls):
                 continue
             # whole trailing repetitions: the periodic tail is the run of matches plus the period they match
             repeats = (run + period) // period
-            tools = [self._facts[c][0] for c in cycle]
+            tools = [c.tool for c in calls]
             data: dict[str, Any] = {"tool": tool, "period": period, "repeats": repeats, "tools": tools,
                                     "threshold": s.ping_pong_min_repeats}
             names = ", ".join(f"'{t}'" for t in tools)
@@ -273,8 +309,7 @@ class LoopGuard(Engine):
                     "Break the cycle with a different approach.",
                     data,
                 )
-            warnings = self._ping_pong_warnings.get(identity, 0) + 1
-            self._ping_pong_warnings[identity] = warnings
+            warnings = self._ping_pong_warnings.increment(identity)
             if warnings > s.max_warnings_per_call:
                 return None
             data["warnings"] = warnings
@@ -287,29 +322,32 @@ class LoopGuard(Engine):
             )
         return None
 
-    def _observation_exempt(self, cycle: list[str]) -> bool:
+    def _observation_exempt(self, cycle: list[ToolCall]) -> bool:
         """Observation ↔ action alternation is normal browsing: exempt when exactly one side of any
         neighbouring pair of the cycle (A–B, B–C, C–A) is an observation. Two observations are not."""
-        facts = self._facts
         period = len(cycle)
         pairs = 1 if period == 2 else period
-        return any(facts[cycle[i]][1] != facts[cycle[(i + 1) % period]][1] for i in range(pairs))
+        observation = [self._observation(c) for c in cycle]
+        return any(observation[i] != observation[(i + 1) % period] for i in range(pairs))
 
     @hookimpl
     def loopguard_after_call(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> None:
-        threshold = self.settings.outcome_block_threshold
+        threshold = self._outcome_threshold
         if blocked or result is None or threshold <= 0 or (self._exempt and self._is_exempt(call)):
             return
         text = result.result_text
         if text is None:
             return
         size = self.settings.outcome_prefix_bytes
-        # a character is at least one byte: encoding `size` characters covers the `size`-byte prefix
-        key = (self._identity(call), text[:size].encode("utf-8")[:size])
-        count = self._outcomes.get(key, 0) + 1
-        self._outcomes[key] = count
-        if count >= threshold and key[0] not in self._poisoned:
-            self._poisoned[key[0]] = count
+        # the result's first `size` bytes; a character is at least one byte, so `size` characters cover
+        # them. An ASCII prefix is its own bytes (kept as text, sparing an encode per call); any other
+        # has a byte >= 0x80 within the first `size`, so keys of the two kinds never stand for equal bytes.
+        prefix = text[:size]
+        identity = self._last_identity if call is self._last_call else self._identity(call)
+        key = (identity, prefix if prefix.isascii() else prefix.encode("utf-8")[:size])
+        count = self._outcomes.increment(key)
+        if count >= threshold and identity not in self._poisoned:
+            self._poisoned[identity] = count
 
     @hookimpl
     def loopguard_message(self, message: Message) -> None:
@@ -317,6 +355,7 @@ class LoopGuard(Engine):
             return
         # a user message starts a new prompt: Spacebot builds a fresh guard for it
         self._ring.clear()  # the runs restart by themselves: a first call has nothing to match
+        self._ring_calls.clear()
         self._forget_current()
         self._ping_pong_warnings.clear()
         self._outcomes.clear()

@@ -14,6 +14,12 @@ V = TypeVar("V")
 # make this many distinct calls (docs/engines.md, "Bounded state")
 DEFAULT_MAX_KEYS = 10_000
 
+# the C methods, called directly: `super()` and attribute look-ups cost more than the work in a hot path
+_set = OrderedDict.__setitem__
+_move_to_end = OrderedDict.move_to_end
+_popitem = OrderedDict.popitem
+_pop = OrderedDict.pop
+
 
 class LRUMap(OrderedDict[K, V]):
     """A mapping of at most `cap` keys: assignment marks a key used, and a new key past the cap evicts the
@@ -23,6 +29,8 @@ class LRUMap(OrderedDict[K, V]):
     assignment that follows marks it; one that only reads a key it must keep calls `move_to_end`.
     """
 
+    __slots__ = ("cap", "evicted")
+
     def __init__(self, cap: int) -> None:
         super().__init__()
         if cap < 1:
@@ -31,8 +39,21 @@ class LRUMap(OrderedDict[K, V]):
         self.evicted = 0  # keys dropped for the cap (reports and tests read it)
 
     def __setitem__(self, key: K, value: V) -> None:
-        super().__setitem__(key, value)
-        self.move_to_end(key)
+        _set(self, key, value)
+        _move_to_end(self, key)
         if len(self) > self.cap:
-            self.popitem(last=False)
+            _popitem(self, False)
             self.evicted += 1
+
+    def increment(self: LRUMap[K, int], key: K) -> int:
+        """Add one to `key`'s count (0 when absent), mark it used and return the new count.
+
+        One call instead of `get` + assignment: taking the key out and putting it back moves it to the
+        most recently used end without a separate `move_to_end`, and only a new key can need an eviction.
+        """
+        count: int = _pop(self, key, 0) + 1
+        _set(self, key, count)
+        if count == 1 and len(self) > self.cap:
+            _popitem(self, False)
+            self.evicted += 1
+        return count

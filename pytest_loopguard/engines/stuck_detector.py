@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from ..fingerprint import key_part, ordered_js_json
+from ..fingerprint import is_flat, key_part, ordered_js_json
 from ..hookspecs import hookimpl
 from ..model import Verdict
 from .base import Engine, EngineSettings, SettingError, at_least
@@ -252,8 +252,13 @@ class _OpenHands(_Rules):
     def _check(self) -> Verdict | None:
         if self._events < 3:
             return None
-        a = list(reversed(self._actions))  # most recent first
-        o = list(reversed(self._observations))
+        # rules 1 and 2 need the last action equal to the one before it, rule 4 to the one two before it:
+        # most events have neither, and skip building the newest-first lists
+        actions = self._actions
+        repeating = len(actions) >= 2 and (
+            _same_action(actions[-1], actions[-2]) or (len(actions) >= 3 and _same_action(actions[-1], actions[-3])))
+        a = list(reversed(actions)) if repeating else []  # most recent first
+        o = list(reversed(self._observations)) if repeating else []
         # 1. four equal actions, each with an equal observation
         if (len(a) >= 4 and len(o) >= 4 and all(_same_action(a[0], x) for x in a[1:4])
                 and all(x == o[0] for x in o[1:4])):
@@ -444,7 +449,8 @@ class _Gemini(_Rules):
         self._reset_content()
         s = self.settings
         keys = self._keys
-        keys.append(call.tool + "\x1f" + ordered_js_json(call.args))
+        # Gemini's key is JSON.stringify of the arguments: the call's as-written identity on flat ones
+        keys.append(call.ordered_fingerprint if is_flat(call.args) else call.tool + "\x1f" + ordered_js_json(call.args))
         n = len(keys)
         for k in s.cycle_lengths:
             span = k * s.cycle_repeats

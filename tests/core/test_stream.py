@@ -11,7 +11,7 @@ import pytest
 from pytest_loopguard.bench import synthetic_trace
 from pytest_loopguard.errors import LoopguardWarning, NotATraceError, TraceError
 from pytest_loopguard.expect import check
-from pytest_loopguard.model import Step, ToolCall, ToolResult, Trace
+from pytest_loopguard.model import Message, Step, ToolCall, ToolResult, Trace
 from pytest_loopguard.replay import replay
 from pytest_loopguard.stream import replay_jsonl, run_paths
 from pytest_loopguard.traceio import dump, load_file, validate_paths
@@ -93,3 +93,50 @@ def test_run_paths_reports_each_bad_file_and_goes_on(tmp_path: Path) -> None:
     assert len(errors) == 4 and "duplicate trace name 'one'" in errors[0] and "c.jsonl:2" in errors[1]
     assert "no such file" in errors[2] and "e.jsonl" in errors[3]  # named on its own, it must be a trace
     assert [str(n.file) for n in skipped] == [str(tmp_path / "e.jsonl")]  # in a folder, it is skipped
+
+
+def test_lines_split_across_read_blocks_stream_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_loopguard import stream
+
+    monkeypatch.setattr(stream, "_BLOCK", 7)  # every line, and many a UTF-8 character, spans blocks
+    trace = synthetic_trace("blocks", random.Random(8), steps=60)
+    steps = (*trace.steps, Step(len(trace.steps), "message", message=Message("user", "naïve café — ☃ 𝄞")))
+    streamed_equals_loaded(Trace(name="blocks", steps=steps, task=trace.task), tmp_path, "default")
+
+
+def test_a_line_beyond_the_bound_and_a_bad_byte_are_named_by_line(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_loopguard import stream
+
+    monkeypatch.setattr(stream, "_BLOCK", 16)
+    monkeypatch.setattr(stream, "MAX_FILE_BYTES", 100)
+    long = tmp_path / "long.jsonl"
+    long.write_text('{"loopguard": 1, "name": "long"}\n{"tool": "a"}\n{"tool": "' + "a" * 120 + '"}\n',
+                    encoding="utf-8")
+    with pytest.raises(TraceError, match=r"long\.jsonl:3: line longer than 100 bytes"):
+        replay_jsonl(long)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"loopguard": 1, "name": "bad"}\n{"tool": "a"}\n{"tool": "\xff"}\n')
+    with pytest.raises(TraceError) as loaded:
+        load_file(bad)
+    with pytest.raises(TraceError) as streamed:
+        replay_jsonl(bad)  # the first 3 lines span 4 blocks; the offset is 32 + 14 + 10 bytes
+    assert str(streamed.value) == str(loaded.value) and str(streamed.value).endswith(
+        "bad.jsonl:3: not UTF-8 text (byte 0xff at offset 56)")
+
+
+def test_lines_after_the_run_stopped_are_still_checked(tmp_path: Path) -> None:
+    trace = synthetic_trace("stops", random.Random(1), steps=200)
+    path = tmp_path / "stops.jsonl"
+    dump(trace, path)
+    streamed = replay_jsonl(path)
+    assert streamed is not None and streamed.result.outcome == "stopped"
+    stopped_at = streamed.result.stopped_at
+    assert stopped_at is not None and streamed.result.counts()["not_reached"] == len(trace.steps) - stopped_at - 1
+    with path.open("a", encoding="utf-8") as out:
+        out.write('{"tool": "a", "result": {"tokens": -1}}\n{"tool": "b"}\n')
+    with pytest.raises(TraceError) as loaded:
+        load_file(path)
+    with pytest.raises(TraceError) as after_stop:
+        replay_jsonl(path)
+    assert str(after_stop.value) == str(loaded.value) and f":{len(trace.steps) + 2}:" in str(after_stop.value)

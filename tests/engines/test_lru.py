@@ -56,6 +56,15 @@ def test_a_new_key_past_the_cap_evicts_the_least_recently_used() -> None:
     assert m.get("b") is None and m.get("b", 0) == 0 and "b" not in m
 
 
+def test_increment_counts_marks_the_key_used_and_evicts_only_for_a_new_key() -> None:
+    m: LRUMap[str, int] = LRUMap(2)
+    assert (m.increment("a"), m.increment("b"), m.increment("a")) == (1, 1, 2)
+    assert list(m) == ["b", "a"] and m.evicted == 0  # counting a marked it: b is now the oldest
+    assert m.increment("c") == 1
+    assert dict(m) == {"a": 2, "c": 1} and list(m) == ["a", "c"] and m.evicted == 1
+    assert m.increment("b") == 1  # evicted: counted from nothing again
+
+
 def test_a_cap_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="cap"):
         LRUMap(0)
@@ -68,13 +77,14 @@ def test_max_keys_is_an_engine_setting_with_a_generous_default(engine: str) -> N
         resolve_policy({"preset": "default", engine: {"max_keys": 0}})
 
 
-def test_loop_guard_facts_cover_the_ring_below_max_keys() -> None:
-    # a cap below the ring: ping-pong still finds the facts of every identity in the ring
+def test_loop_guard_ping_pong_needs_no_map_below_the_ring() -> None:
+    # a cap below the ring: ping-pong reads the ring's own calls, so it still sees the cycle and its tools
     g = guard("default", "loop_guard", ring_size=6, max_keys=1)
-    got = [reasons(call(g, tool, index=1)) for tool in ("click", "type") * 3]
-    assert got[-1] == ["loop_guard.ping_pong"]  # period 2 seen 3 times: at ping_pong_min_repeats, a block
+    got = [call(g, tool, index=1) for tool in ("click", "type") * 3]
+    assert reasons(got[-1]) == ["loop_guard.ping_pong"]  # period 2 seen 3 times: at ping_pong_min_repeats, a block
+    assert got[-1].verdicts[0].data["tools"] == ["click", "type"]
     engine = g.run.engines["loop_guard"]
-    assert isinstance(engine, LoopGuard) and len(engine._facts) == 2 and len(engine._outcomes) == 1
+    assert isinstance(engine, LoopGuard) and len(engine._outcomes) == 1
 
 
 # ---- each engine at the edge -------------------------------------------------------------------------
@@ -162,7 +172,7 @@ def test_state_stays_within_the_cap_after_100k_distinct_calls() -> None:
     assert isinstance(lg, LoopGuard) and isinstance(ft, FailureTracker)
     assert isinstance(rt, ReadTracker) and isinstance(bu, Budget)
     maps = {
-        "loop_guard._facts": lg._facts, "loop_guard._outcomes": lg._outcomes,
+        "loop_guard._outcomes": lg._outcomes,
         "failure_tracker.exact_failures": ft.exact_failures, "failure_tracker.key_failures": ft.key_failures,
         "read_tracker._regions": rt._regions, "read_tracker.file_reads": rt.file_reads,
         "read_tracker._rereads": rt._rereads, "budget._navigations": bu._navigations,
