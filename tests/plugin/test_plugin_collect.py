@@ -121,7 +121,7 @@ def test_a_bad_step_fails_its_trace_with_the_loaders_one_line(project: pytest.Py
 def test_a_bad_step_fails_every_trace_of_its_file(project: pytest.Pytester) -> None:
     # the loader judges a file as a whole: its other traces are not replayed from a file it refuses
     write(project, "traces/two.yaml", "loopguard: 1\nname: fine\nsteps: [{tool: a}]\n---\n" + BAD_STEP)
-    result = project.runpytest("-v")
+    result = project.runpytest("-v", "-rN")  # no short summary: its lines are cut or not by CI/terminal width
     result.assert_outcomes(failed=2)
     assert result.stdout.str().count("traces/two.yaml:11: step 1: field 'reslt': unknown key 'reslt'") == 2
 
