@@ -39,13 +39,15 @@ def test_bench_json_has_every_row_and_the_subprocess_rows(capsys: pytest.Capture
     assert (doc["build"], doc["compiled"]) == (build_name(), list(compiled_modules()))
     rows = {r["item"]: r for r in doc["rows"]}
     assert list(rows) == [*ROWS, "loopguard run, 3 files", *PYTEST_ROWS,
-                          "loopguard run, 300 events in one JSONL file"]
+                          "loopguard run, 300 events in one JSONL file",
+                          "loopguard run, 300 events in one JSONL file, every step replayed (roo)"]
     assert rows["baseline: bare fingerprint loop"]["ratio"] == 1.0
     for row in doc["rows"]:
         assert {"item", "unit", "units", "min_us", "median_us", "ratio", "goal", "met"} <= set(row)
         assert 0 < row["min_us"] <= row["median_us"]
     assert rows["load yaml"]["raw_parser_us"] > 0
-    for name in ("loopguard run, 3 files", "loopguard run, 300 events in one JSONL file"):
+    for name in ("loopguard run, 3 files", "loopguard run, 300 events in one JSONL file",
+                 "loopguard run, 300 events in one JSONL file, every step replayed (roo)"):
         # the synthetic traces carry no expectations: a run that replays them all exits 0
         assert rows[name]["exit"] == 0 and rows[name]["peak_rss_mb"] > 0
         assert rows[name]["met"] is None  # the goals are for 1,000 files and 1M events, not these sizes
