@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
 from typing import Literal, final
 
-__all__ = ["Entry", "PromptView", "Role", "Transcript", "chars_over_four"]
+__all__ = ["Deferred", "Entry", "EntryList", "PromptView", "Role", "Transcript", "chars_over_four"]
 
 Role = Literal["system", "user", "assistant", "tool", "summary"]
 
@@ -23,43 +22,129 @@ def chars_over_four(text: str) -> int:
 
 
 @final
-@dataclass(frozen=True, slots=True)
 class Entry:
-    """One message. A tool result links to the assistant entry that called it by `call_id`."""
+    """One message. A tool result links to the assistant entry that called it by `call_id`.
 
-    role: Role
-    text: str = ""
-    tokens: int | None = None  # given by the trace/model; else counted
-    tool: str | None = None  # tool name, for tool results and assistant tool calls
-    call_id: int | None = None  # links an assistant tool call and its result
-    turn: int | None = None
-    replaced: bool = False  # the view shows a placeholder or summary instead of the transcript text
+    A plain slots class, immutable by convention (the view counts tokens per entry object): a live Guard
+    may build two per tool call.
+    """
+
+    __slots__ = ("_make", "_text", "call_id", "replaced", "role", "tokens", "tool", "turn")
+
+    def __init__(
+        self,
+        role: Role,
+        text: str = "",
+        tokens: int | None = None,  # given by the trace/model; else counted
+        tool: str | None = None,  # tool name, for tool results and assistant tool calls
+        call_id: int | None = None,  # links an assistant tool call and its result
+        turn: int | None = None,
+        replaced: bool = False,  # the view shows a placeholder or summary instead of the transcript text
+    ) -> None:
+        self.role = role
+        self._text: str | None = text
+        self._make: Callable[[], str] | None = None
+        self.tokens = tokens
+        self.tool = tool
+        self.call_id = call_id
+        self.turn = turn
+        self.replaced = replaced
+
+    @classmethod
+    def later(cls, role: Role, make: Callable[[], str], tokens: int | None = None, turn: int | None = None) -> Entry:
+        """An entry whose text `make()` builds on first read: most readers need only its role and tokens."""
+        entry = cls(role, "", tokens, turn=turn)
+        entry._text = None
+        entry._make = make
+        return entry
+
+    @property
+    def text(self) -> str:
+        text = self._text
+        if text is None:
+            assert self._make is not None
+            text = self._text = self._make()
+            self._make = None
+        return text
 
     def with_text(self, text: str, tokens: int | None = None) -> Entry:
-        return replace(self, text=text, tokens=tokens, replaced=True)
+        return Entry(self.role, text, tokens, self.tool, self.call_id, self.turn, True)
+
+    def _key(self) -> tuple[object, ...]:
+        return self.role, self.text, self.tokens, self.tool, self.call_id, self.turn, self.replaced
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Entry) and other._key() == self._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"Entry(role={self.role!r}, text={self.text!r}, tokens={self.tokens!r}, tool={self.tool!r}, "
+                f"call_id={self.call_id!r}, turn={self.turn!r}, replaced={self.replaced!r})")
 
 
 @final
-class Transcript:
-    """The lossless record of a run's messages."""
+class Deferred:
+    """Messages recorded but not yet built: the Guard notes what it needs in a cheap record per event, and
+    the entries are built (in order, into every list that keeps them) when the view or the transcript is
+    next read. Building is deterministic from immutable inputs, so a late entry equals an eager one."""
 
-    __slots__ = ("entries",)
+    __slots__ = ("_render", "records", "sinks")
+
+    def __init__(self, render: Callable[[object], Entry]) -> None:
+        self._render = render
+        self.records: list[object] = []
+        self.sinks: list[EntryList] = []  # the view (and the transcript) the entries go to
+
+    def flush(self) -> None:
+        render = self._render
+        built = [render(r) for r in self.records]
+        self.records.clear()  # in place: the Guard holds the list's bound `append`
+        for sink in self.sinks:
+            sink.entries_built(built)
+
+
+class EntryList:
+    """An ordered list of entries that a Guard may fill lazily (`Deferred`): the transcript and the view."""
+
+    __slots__ = ("_entries", "deferred")
 
     def __init__(self) -> None:
-        self.entries: list[Entry] = []
+        self._entries: list[Entry] = []
+        self.deferred: Deferred | None = None  # set by a Guard that records entries lazily
+
+    @property
+    def entries(self) -> list[Entry]:
+        """The entries, in order (what the Guard recorded since the last read is built now)."""
+        deferred = self.deferred
+        if deferred is not None and deferred.records:
+            deferred.flush()
+        return self._entries
 
     def append(self, entry: Entry) -> None:
         self.entries.append(entry)
 
+    def entries_built(self, built: list[Entry]) -> None:
+        """Take entries the Guard recorded earlier (`Deferred.flush`)."""
+        self._entries.extend(built)
+
     def __len__(self) -> int:
         return len(self.entries)
+
+
+@final
+class Transcript(EntryList):
+    """The lossless record of a run's messages."""
+
+    __slots__ = ()
 
     def __iter__(self) -> Iterator[Entry]:
         return iter(self.entries)
 
 
 @final
-class PromptView:
+class PromptView(EntryList):
     """What the model sees next: a list of entries that engines may rewrite, with token counts.
 
     Rewrite it only through `append`, `replace` (one entry) and `replace_entries` (all of them): the
@@ -67,18 +152,15 @@ class PromptView:
     only the entries appended since the last question.
     """
 
-    __slots__ = ("_counts", "_total", "_totalled", "count_tokens", "entries", "window_tokens")
+    __slots__ = ("_counts", "_total", "_totalled", "count_tokens", "window_tokens")
 
     def __init__(self, count_tokens: Callable[[str], int] = chars_over_four, window_tokens: int = 0) -> None:
-        self.entries: list[Entry] = []
+        super().__init__()
         self.count_tokens = count_tokens
         self.window_tokens = window_tokens
         self._counts: dict[int, int] = {}  # id(entry) -> tokens; entries are immutable, so this stays true
         self._total = 0  # tokens of entries[:_totalled]
         self._totalled = 0
-
-    def append(self, entry: Entry) -> None:
-        self.entries.append(entry)
 
     def entry_tokens(self, entry: Entry) -> int:
         if entry.tokens is not None:
@@ -112,10 +194,10 @@ class PromptView:
 
     def replace_entries(self, entries: list[Entry]) -> None:
         """Swap the view's entries (after dedup or compaction); forgets counts of entries gone."""
-        self.entries = entries
+        deferred = self.deferred
+        if deferred is not None and deferred.records:  # what was recorded before belongs to the list replaced
+            deferred.flush()
+        self._entries = entries
         live = {id(e) for e in entries}
         self._counts = {k: v for k, v in self._counts.items() if k in live}
         self._total = self._totalled = 0  # recounted lazily from the kept per-entry counts
-
-    def __len__(self) -> int:
-        return len(self.entries)

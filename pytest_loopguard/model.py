@@ -362,15 +362,35 @@ class Trace:
 
 
 @final
-@dataclass(frozen=True, slots=True)
 class StepResult:
-    """The verdicts of one step and their combined action (`not_reached` after the run ended)."""
+    """The verdicts of one step and their combined action (`not_reached` after the run ended).
 
-    index: int
-    kind: str
-    tool: str | None
-    action: str
-    verdicts: tuple[Verdict, ...] = ()
+    A plain slots class, immutable by convention: a replay can make one per step.
+    """
+
+    __slots__ = ("action", "index", "kind", "tool", "verdicts")
+
+    def __init__(
+        self, index: int, kind: str, tool: str | None, action: str, verdicts: tuple[Verdict, ...] = ()
+    ) -> None:
+        self.index = index
+        self.kind = kind
+        self.tool = tool
+        self.action = action
+        self.verdicts = verdicts
+
+    def _key(self) -> tuple[int, str, str | None, str, tuple[Verdict, ...]]:
+        return self.index, self.kind, self.tool, self.action, self.verdicts
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StepResult) and other._key() == self._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"StepResult(index={self.index!r}, kind={self.kind!r}, tool={self.tool!r}, action={self.action!r}, "
+                f"verdicts={self.verdicts!r})")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -383,25 +403,75 @@ class StepResult:
 
 
 @final
-@dataclass(frozen=True, slots=True)
 class ReplayResult:
-    """One replay: the verdict timeline and the run's outcome."""
+    """One replay: the verdict timeline and the run's outcome.
 
-    trace: Trace
-    policy: str
-    outcome: Outcome
-    stopped_at: int | None
-    stopped_by: str | None
-    steps: tuple[StepResult, ...]
-    step_counts: Mapping[str, int] | None = None  # a streamed replay keeps these instead of the steps
+    A replay records per step only its action, and verdicts where there are any (`ReplayResult.of_actions`);
+    the `StepResult` timeline (`steps`) is built from that on first use, since many readers only count.
+    Immutable by convention.
+    """
+
+    __slots__ = ("_actions", "_steps", "_verdicts", "outcome", "policy", "step_counts", "stopped_at", "stopped_by",
+                 "trace")
+
+    def __init__(
+        self,
+        trace: Trace,
+        policy: str,
+        outcome: Outcome,
+        stopped_at: int | None,
+        stopped_by: str | None,
+        steps: tuple[StepResult, ...],
+        step_counts: Mapping[str, int] | None = None,  # a streamed replay keeps these instead of the steps
+    ) -> None:
+        self.trace = trace
+        self.policy = policy
+        self.outcome = outcome
+        self.stopped_at = stopped_at
+        self.stopped_by = stopped_by
+        self.step_counts = step_counts
+        self._steps: tuple[StepResult, ...] | None = steps
+        self._actions: Sequence[str] = ()
+        self._verdicts: Mapping[int, tuple[Verdict, ...]] = {}
+
+    @classmethod
+    def of_actions(
+        cls,
+        trace: Trace,
+        policy: str,
+        outcome: Outcome,
+        stopped_at: int | None,
+        stopped_by: str | None,
+        actions: Sequence[str],
+        verdicts: Mapping[int, tuple[Verdict, ...]],
+    ) -> ReplayResult:
+        """A result recorded compactly: `actions[i]` is the action of `trace.steps[i]`, `verdicts[i]` its
+        verdicts (absent: none)."""
+        result = cls(trace, policy, outcome, stopped_at, stopped_by, ())
+        result._steps = None
+        result._actions = actions
+        result._verdicts = verdicts
+        return result
+
+    @property
+    def steps(self) -> tuple[StepResult, ...]:
+        """Every step's result, in trace order (empty for a streamed replay)."""
+        if self._steps is None:
+            verdicts = self._verdicts
+            self._steps = tuple(
+                StepResult(step.index, step.kind, step.call.tool if step.call is not None else None, action,
+                           verdicts.get(i, ()))
+                for i, (step, action) in enumerate(zip(self.trace.steps, self._actions, strict=True))
+            )
+        return self._steps
 
     def counts(self) -> dict[str, int]:
         """Steps per combined action (every step, `not_reached` included)."""
         if self.step_counts is not None:
             return dict(self.step_counts)
         out: dict[str, int] = {}
-        for s in self.steps:
-            out[s.action] = out.get(s.action, 0) + 1
+        for action in self._actions if self._steps is None else (s.action for s in self._steps):
+            out[action] = out.get(action, 0) + 1
         return out
 
     def first_intervention(self) -> StepResult | None:
@@ -410,6 +480,19 @@ class ReplayResult:
             if s.action not in ("allow", "not_reached"):
                 return s
         return None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ReplayResult) and (
+            other.trace is self.trace and other.policy == self.policy and other.outcome == self.outcome
+            and other.stopped_at == self.stopped_at and other.stopped_by == self.stopped_by
+            and other.steps == self.steps and other.step_counts == self.step_counts
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable caches inside; compared by value, never hashed
+
+    def __repr__(self) -> str:
+        return (f"ReplayResult(trace={self.trace.name!r}, policy={self.policy!r}, outcome={self.outcome!r}, "
+                f"stopped_at={self.stopped_at!r}, stopped_by={self.stopped_by!r}, steps={len(self.trace.steps)})")
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -45,21 +45,23 @@ def turn_plan(steps: Sequence[Step], *, has_llm: bool | None = None) -> dict[int
     if has_llm is None:
         has_llm = any(s.kind == "llm" for s in steps)
     plan: dict[int, list[ToolCall]] = {}
-    anchor: int | None = None
+    current: list[ToolCall] | None = None  # the calls of the turn being planned; None: the next call starts one
     for step in steps:
-        if step.kind == "llm":
+        kind = step.kind  # tool steps first: they are most of a trace
+        if kind == "tool":
+            call = step.call
+            assert call is not None
+            if current is None or not has_llm:
+                current = plan[step.index] = []
+            current.append(call)
+        elif kind == "llm":
             assert step.llm is not None
-            anchor = None if step.llm.failed else step.index
-            if anchor is not None:
-                plan[anchor] = []
-        elif step.kind == "rejected":
-            anchor = None
-        elif step.kind == "tool":
-            assert step.call is not None
-            if not has_llm or anchor is None:
-                anchor = step.index
-                plan[anchor] = []
-            plan[anchor].append(step.call)
+            if step.llm.error is None:
+                current = plan[step.index] = []
+            else:
+                current = None
+        elif kind == "rejected":
+            current = None
     return {k: tuple(v) for k, v in plan.items()}
 
 
@@ -67,11 +69,26 @@ def replay(trace: Trace, policy: Any = None, *, plugins: Sequence[object] = ()) 
     """Replay `trace` under `policy` (default: the trace's own policy, else `default`)."""
     resolved, policy_name = policy_for(trace, policy)
     replayer = Replayer(trace, resolved, trace.objective, plugins=plugins)
-    plan = turn_plan(trace.steps)
-    step_result = replayer.step
-    results = [step_result(step, plan.get(step.index)) for step in trace.steps]
+    steps = trace.steps
+    planned = turn_plan(steps).get
+    advance = replayer.advance
+    # per step only its action, and verdicts where there are any: the result builds StepResults on demand
+    actions: list[str] = []
+    record = actions.append
+    verdicts: dict[int, tuple[Verdict, ...]] = {}
+    for i, step in enumerate(steps):
+        got = advance(step, planned(step.index))
+        if got:
+            verdicts[i] = got
+            record(combine(got))
+        else:
+            record("allow")
+        if replayer.outcome is not None:
+            break
+    actions += ["not_reached"] * (len(steps) - len(actions))
     outcome = replayer.finish()
-    return ReplayResult(trace, policy_name, outcome, replayer.stopped_at, replayer.stopped_by, tuple(results))
+    return ReplayResult.of_actions(trace, policy_name, outcome, replayer.stopped_at, replayer.stopped_by, actions,
+                                   verdicts)
 
 
 class Replayer:
@@ -91,32 +108,39 @@ class Replayer:
         self.stopped_by: str | None = None
 
     def step(self, step: Step, calls: tuple[ToolCall, ...] | None) -> StepResult:
-        """The verdicts on one step; `calls` are the calls of the turn the step starts (None: it starts none)."""
-        guard = self.guard
-        kind = step.kind
+        """The result of one step; `calls` are the calls of the turn the step starts (None: it starts none)."""
         call = step.call
         tool = call.tool if call is not None else None
         if self.outcome is not None:
-            return StepResult(step.index, kind, tool, "not_reached")
+            return StepResult(step.index, step.kind, tool, "not_reached")
+        verdicts = self.advance(step, calls)
+        return StepResult(step.index, step.kind, tool, combine(verdicts) if verdicts else "allow", verdicts)
+
+    def advance(self, step: Step, calls: tuple[ToolCall, ...] | None) -> tuple[Verdict, ...]:
+        """The verdicts on one step of a run that has not ended; sets `outcome` when the step ends it."""
+        guard = self.guard
+        kind = step.kind
         t = step.t
         if t is not None and t > self._clock.now_ms:  # Clock.set, inlined: this runs for every step
             self._clock.now_ms = t
         verdicts: tuple[Verdict, ...] = ()
         if kind == "tool":
+            call = step.call
             assert call is not None
             if calls is not None:
                 guard.end_turn()
                 verdicts = guard.start_turn(calls).verdicts
-            if not (verdicts and _ends(verdicts)):
-                # engines learn only what is known before a call runs: whether the file changed outside
-                recorded = step.result
-                before = guard.before_call(call, _CHANGED if recorded is not None and recorded.changed else None)
-                ran = before.action == "allow" or before.action == "warn"
-                after = guard.after_call(call, (recorded or OK) if ran else None, before)
-                if after.verdicts:
-                    verdicts += after.verdicts
-                if ran and self._kind_of(call) == "done" and not (verdicts and _ends(verdicts)):
-                    self.outcome = "completed"
+                if verdicts and _ends(verdicts):
+                    return self._ended(step, verdicts)
+            # engines learn only what is known before a call runs: whether the file changed outside
+            recorded = step.result
+            before = guard.before_call(call, _CHANGED if recorded is not None and recorded.changed else None)
+            ran = before.action == "allow" or before.action == "warn"
+            after = guard.after_call(call, (recorded or OK) if ran else None, before)
+            if after.verdicts:
+                verdicts += after.verdicts
+            if ran and self._kind_of(call) == "done" and not (verdicts and _ends(verdicts)):
+                self.outcome = "completed"
         elif kind == "llm":
             llm = step.llm
             assert llm is not None
@@ -138,14 +162,15 @@ class Replayer:
             verdicts = guard.done(step.done).verdicts
             if not _ends(verdicts):
                 self.outcome = "completed"
+        return self._ended(step, verdicts) if verdicts else verdicts
 
-        if not verdicts:
-            return StepResult(step.index, kind, tool, "allow")
+    def _ended(self, step: Step, verdicts: tuple[Verdict, ...]) -> tuple[Verdict, ...]:
+        """`verdicts`, noting where the run ends when they stop or fail it."""
         action = combine(verdicts)
         if action in ("stop", "fail"):
             self.outcome, self.stopped_by = run_end(action, verdicts)
             self.stopped_at = step.index
-        return StepResult(step.index, kind, tool, action, verdicts)
+        return verdicts
 
     def finish(self) -> Outcome:
         """The run's outcome once every step was fed."""

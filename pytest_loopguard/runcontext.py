@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, final
 
 from .conversation import PromptView, Transcript
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["Clock", "RunContext", "Turn"]
 
 _OPENER: Final = re.compile(r"(?:^|[\s;&|(])(?:open|create)\s")
-# the per-call target cache keeps at most this many distinct calls: a long run of ever-new calls stays
+# the per-policy target cache keeps at most this many distinct calls: a long run of ever-new calls stays
 # bounded, and a forgotten entry is only computed again (a target is a pure function of call and policy)
 CACHE_LIMIT: Final = 4096
 
@@ -46,14 +45,31 @@ class Clock:
 
 
 @final
-@dataclass(slots=True, eq=False)
 class Turn:
     """One model response and the tool calls it asked for."""
 
-    index: int
-    calls: tuple[ToolCall, ...]
-    results: list[ToolResult | None] = field(default_factory=list)  # None: blocked
-    llm: LLMCall | None = None
+    __slots__ = ("calls", "index", "llm", "results")
+
+    def __init__(
+        self,
+        index: int,
+        calls: tuple[ToolCall, ...],
+        results: list[ToolResult | None] | None = None,  # None: blocked
+        llm: LLMCall | None = None,
+    ) -> None:
+        self.index = index
+        self.calls = calls
+        self.results: list[ToolResult | None] = [] if results is None else results
+        self.llm = llm
+
+    def message_text(self) -> str:
+        """The assistant message of the turn: the model's text, then each call as the model wrote it."""
+        llm = self.llm
+        return "\n".join([*([llm.text] if llm is not None and llm.text else []),
+                          *(f"{c.tool}({c.ordered})" for c in self.calls)])
+
+    def __repr__(self) -> str:
+        return f"Turn(index={self.index!r}, calls={self.calls!r}, results={self.results!r}, llm={self.llm!r})"
 
 
 @final
@@ -61,7 +77,6 @@ class RunContext:
     """What engines may read about the run they belong to (and the other engines of it)."""
 
     __slots__ = (
-        "_target_cache",
         "calls",
         "classifier",
         "clock",
@@ -99,25 +114,30 @@ class RunContext:
         self.turn: Turn | None = None
         self.turns = 0  # turns started so far
         self.calls = 0  # tool calls seen so far (blocked ones included)
-        self._target_cache: dict[str, CallTarget] = {}
         self.open_file: str | None = None  # the file a SWE-agent `open F` made current in this run
 
     def kind(self, call: ToolCall) -> Kind:
         """The call's kind by the policy's table (the classifier caches per tool what needs no arguments)."""
-        return self.classifier.kind(call)
+        # engines ask this several times per call: the cached answer without a further call
+        kind = self.classifier.kinds.get(call.tool)
+        return kind if kind is not None else self.classifier.kind(call)
 
     def target(self, call: ToolCall) -> CallTarget:
         """The call's effect, verb and targets by the policy's tool table; cached on the call's identity.
 
         Commands that act on the open file (SWE-agent `goto`, `edit`) get the file the run has open now.
         """
-        cache = self._target_cache
-        t = cache.get(call.ordered_fingerprint)
+        # cached per policy (its classifier), so the runs of a corpus share what they have in common; keyed
+        # on the canonical fingerprint, computed with every call (the as-written one only on demand): a
+        # target reads argument values, never their order, so equal keys mean equal targets
+        cache = self.classifier.targets
+        key = call.fingerprint
+        t = cache.get(key)
         if t is None:
             t = target_of(call, self.classifier)
             if len(cache) >= CACHE_LIMIT:
                 cache.clear()
-            cache[call.ordered_fingerprint] = t
+            cache[key] = t
         return t.resolved(self.open_file) if t.on_open else t
 
     def ran(self, call: ToolCall) -> None:

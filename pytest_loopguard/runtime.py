@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, final
+from typing import Any, Final, cast, final
 
 import pluggy
 
 from . import hookspecs
-from .conversation import Entry, PromptView, chars_over_four
+from .conversation import Deferred, Entry, PromptView, chars_over_four
 from .engines import Engine, registry
 from .model import Action, Done, LLMCall, Message, Rejected, Task, ToolCall, ToolResult, Verdict, combine
 from .policy import Policy
@@ -36,12 +35,14 @@ _VIEWLESS: Final = frozenset({"loop_guard", "read_tracker", "failure_tracker", "
 
 
 @final
-@dataclass(frozen=True, slots=True)
 class Decision:
-    """The verdicts on one event and their combined action."""
+    """The verdicts on one event and their combined action (a plain slots class, immutable by convention)."""
 
-    action: Action
-    verdicts: tuple[Verdict, ...] = ()
+    __slots__ = ("action", "verdicts")
+
+    def __init__(self, action: Action, verdicts: tuple[Verdict, ...] = ()) -> None:
+        self.action = action
+        self.verdicts = verdicts
 
     @property
     def runs(self) -> bool:
@@ -55,6 +56,15 @@ class Decision:
             if v.action == self.action:
                 return v.message
         return ""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Decision) and other.action == self.action and other.verdicts == self.verdicts
+
+    def __hash__(self) -> int:
+        return hash((self.action, self.verdicts))
+
+    def __repr__(self) -> str:
+        return f"Decision(action={self.action!r}, verdicts={self.verdicts!r})"
 
 
 ALLOW = Decision("allow")
@@ -81,7 +91,16 @@ _IMPL_ATTR: Final = hookspecs.PROJECT + "_impl"
 _PLUGGY_ONLY: Final = ("wrapper", "hookwrapper", "tryfirst", "trylast", "specname")
 
 Fn = Callable[..., Any]
-Events = dict[str, tuple[Fn, ...]]
+# How an implementation is called: with all the event's arguments (`_ALL`), the first only (`_FIRST`), the
+# second only (`_SECOND`) or none (`_NONE`) — the shapes the engines use, called directly; any other shape
+# gets a wrapper that takes all the arguments (`_ALL`). A code per implementation instead of a wrapper for
+# every shape saves a Python frame per engine per event.
+_ALL: Final = 0
+_FIRST: Final = 1
+_SECOND: Final = 2
+_NONE: Final = 3
+Impl = tuple[Fn, int]
+Events = dict[str, tuple[Impl, ...]]
 
 
 Picks = tuple[int, ...] | None  # where an implementation's arguments sit in the event's; None: all, in order
@@ -119,31 +138,28 @@ def _picks(args: Sequence[str], spec: tuple[str, ...]) -> Picks:
     return None if tuple(args) == spec else tuple(spec.index(a) for a in args)
 
 
-def _bound(method: Fn, picks: Picks) -> Fn:
-    """`method`, called with the event's arguments in the contract's order (positionally)."""
+def _impl(method: Fn, picks: Picks) -> Impl:
+    """`method` with how to call it given the event's arguments in the contract's order (positionally)."""
     if picks is None:
-        return method
-    # the common shapes get a closure without a per-call list: these run several times per event
+        return method, _ALL
+    if picks == (0,):
+        return method, _FIRST
+    if picks == (1,):
+        return method, _SECOND
     if not picks:
-        return lambda *a: method()
-    if len(picks) == 1:
-        i = picks[0]
-        return lambda *a: method(a[i])
-    if len(picks) == 2:
-        i, j = picks
-        return lambda *a: method(a[i], a[j])
-    return lambda *a: method(*[a[k] for k in picks])
+        return method, _NONE
+    return (lambda *a: method(*[a[k] for k in picks])), _ALL
 
 
 def _direct_events(engines: Sequence[Engine]) -> Events | None:
     """Per event, the engines' bound implementations in policy order; None when pluggy is needed."""
-    table: dict[str, list[Fn]] = {name: [] for name in _EVENT_ARGS}
+    table: dict[str, list[Impl]] = {name: [] for name in _EVENT_ARGS}
     for engine in engines:
         impls = _class_impls(type(engine))
         if impls is None:
             return None
         for name, picks in impls.items():
-            table[name].append(_bound(getattr(engine, name), picks))
+            table[name].append(_impl(getattr(engine, name), picks))
     return {name: tuple(fns) for name, fns in table.items()}
 
 
@@ -154,25 +170,52 @@ def _pluggy_events(pm: pluggy.PluginManager) -> Events:
         caller = getattr(pm.hook, name)
         impls = caller.get_hookimpls()
         if any(i.hookwrapper or i.wrapper for i in impls):
-            table[name] = (lambda *a, _c=caller, _s=spec: _flatten(_c(**dict(zip(_s, a, strict=True)))),)
+            table[name] = ((lambda *a, _c=caller, _s=spec: _flatten(_c(**dict(zip(_s, a, strict=True))))), _ALL),
         else:  # pluggy calls the last registered implementation first
-            table[name] = tuple(_bound(i.function, _picks(i.argnames, spec)) for i in reversed(impls))
+            table[name] = tuple(_impl(i.function, _picks(i.argnames, spec)) for i in reversed(impls))
     return table
 
 
-def _fire(fns: tuple[Fn, ...], *args: Any) -> list[Verdict] | None:
-    """Call each implementation; the verdicts they return, flattened, or None when there are none."""
-    out: list[Verdict] | None = None
-    for f in fns:
-        r = f(*args)
-        if r is not None:
-            if out is None:
-                out = []
-            if isinstance(r, Verdict):
-                out.append(r)
-            else:
-                out.extend([v for v in r if v is not None])
+def _add(out: list[Verdict] | None, r: Any) -> list[Verdict]:
+    """`out` with an implementation's answer (a verdict or a list of them) added."""
+    if out is None:
+        out = []
+    if r.__class__ is Verdict:  # Verdict is final: no subclass to miss
+        out.append(r)
+    else:
+        out.extend([v for v in r if v is not None])
     return out
+
+
+# One caller per event arity: the implementations' verdicts, flattened, or None when there are none.
+def _fire1(fns: tuple[Impl, ...], a: Any) -> list[Verdict] | None:
+    out: list[Verdict] | None = None
+    for f, how in fns:
+        r = f(a) if how != _NONE else f()
+        if r is not None:
+            out = _add(out, r)
+    return out
+
+
+def _fire2(fns: tuple[Impl, ...], a: Any, b: Any) -> list[Verdict] | None:
+    out: list[Verdict] | None = None
+    for f, how in fns:
+        r = f(a, b) if how == _ALL else f(a) if how == _FIRST else f(b) if how == _SECOND else f()
+        if r is not None:
+            out = _add(out, r)
+    return out
+
+
+def _fire3(fns: tuple[Impl, ...], a: Any, b: Any, c: Any) -> list[Verdict] | None:
+    out: list[Verdict] | None = None
+    for f, how in fns:
+        r = f(a, b, c) if how == _ALL else f(a) if how == _FIRST else f(b) if how == _SECOND else f()
+        if r is not None:
+            out = _add(out, r)
+    return out
+
+
+_FIRE: Final[dict[int, Callable[..., list[Verdict] | None]]] = {1: _fire1, 2: _fire2, 3: _fire3}
 
 
 def _decide(verdicts: list[Verdict] | None) -> Decision:
@@ -239,7 +282,39 @@ class _Hooks:
 
     def __getattr__(self, name: str) -> Callable[..., list[Verdict]]:
         fns, spec = self._events[name], _EVENT_ARGS[name]
-        return lambda **kw: _fire(fns, *[kw.get(a) for a in spec]) or []
+        fire = _FIRE[len(spec)]
+        return lambda **kw: fire(fns, *[kw.get(a) for a in spec]) or []
+
+
+ToolRecord = tuple[ToolCall, ToolResult | None, Decision, Decision, int, int | None]
+
+
+def _shown(result: ToolResult | None, decision: Decision, before: Decision) -> str:
+    """What the agent sees of a call: the block message as an error, or the result with any warnings."""
+    if result is None:
+        return f"Error: {before.message or 'blocked'}"
+    text = result.result_text or ""
+    if decision.action == "warn":
+        # the result, a blank line, then the warnings one per line (two engines may warn at once)
+        warnings = "\n".join(v.message for v in decision.verdicts if v.action == "warn" and v.message)
+        if warnings:
+            text = f"{text}\n\n{warnings}" if text else warnings
+    return text
+
+
+def _entry(record: object) -> Entry:
+    """The view entry of what the Guard recorded: a message's entry, a turn (the assistant message: its text
+    and the calls it makes, as the model wrote them) or a call (what the agent was shown of it)."""
+    if isinstance(record, Entry):
+        return record
+    if isinstance(record, Turn):
+        llm = record.llm
+        # the text (with each call's as-written arguments) is built only if read: a view usually
+        # needs only the model's own token count
+        return Entry.later("assistant", record.message_text, llm.output_tokens if llm else None, record.index)
+    call, result, decision, before, call_id, turn = cast(ToolRecord, record)
+    return Entry("tool", _shown(result, decision, before), tokens=result.tokens if result is not None else None,
+                 tool=call.tool, call_id=call_id, turn=turn)
 
 
 class Guard:
@@ -247,7 +322,8 @@ class Guard:
 
     With `keep_transcript` the Guard keeps the lossless transcript of the run (the simulator does); without
     it nothing is appended there, and the prompt view is kept only when an engine or plugin may read it,
-    so a long-running live Guard holds no per-call history of its own.
+    so a long-running live Guard holds no per-call history of its own. Entries are recorded as a small
+    record per event and built when the view or the transcript is read (`conversation.Deferred`).
     """
 
     def __init__(
@@ -283,7 +359,9 @@ class Guard:
         known = registry()
         self._engines = [known[name](settings, self.run) for name, settings in policy.engines.items()]
         self.run.engines = {e.name: e for e in self._engines}
-        self._keep_view = keep_transcript or pm is not None or any(e.name not in _VIEWLESS for e in self._engines)
+        self._record: Callable[[object], None] | None = None  # appends a record for the view, when kept
+        if keep_transcript or pm is not None or any(e.name not in _VIEWLESS for e in self._engines):
+            self._keep_view()
         self._pm: _EngineManager | None = None
         events = None if pm is not None else _direct_events(self._engines)
         if events is None:
@@ -291,7 +369,7 @@ class Guard:
         else:
             self._set_events(events)
         self._next_call_id = 0
-        self._last: tuple[ToolCall, ToolResult | None, Decision, Decision] | None = None
+        self._last: ToolRecord | None = None
 
     # ---- plugins -----------------------------------------------------------------------------------
     @property
@@ -316,8 +394,20 @@ class Guard:
         self._set_events(_pluggy_events(pm))
 
     def _plugins_changed(self, pm: pluggy.PluginManager) -> None:
-        self._keep_view = True  # a plugin may read the view from now on
+        if self._record is None:
+            self._keep_view()  # a plugin may read the view from now on
         self._set_events(_pluggy_events(pm))
+
+    def _keep_view(self) -> None:
+        """Record entries for the prompt view (and the transcript, when kept) from now on."""
+        run = self.run
+        deferred = Deferred(_entry)
+        deferred.sinks.append(run.view)
+        run.view.deferred = deferred
+        if self.keep_transcript:
+            deferred.sinks.append(run.transcript)
+            run.transcript.deferred = deferred
+        self._record = deferred.records.append
 
     def _set_events(self, events: Events) -> None:
         self._events = events
@@ -339,11 +429,6 @@ class Guard:
 
         return count
 
-    def _record(self, entry: Entry) -> None:
-        self.run.view.append(entry)
-        if self.keep_transcript:
-            self.run.transcript.append(entry)
-
     # ---- turns -------------------------------------------------------------------------------------
     def start_turn(self, calls: Sequence[ToolCall], llm: LLMCall | None = None) -> Decision:
         """A new turn with its calls (the model's response). Verdicts land on the step that starts it."""
@@ -351,20 +436,18 @@ class Guard:
         turn = Turn(run.turns, tuple(calls), llm=llm)
         run.turn = turn
         run.turns += 1
-        if self._keep_view and (calls or (llm is not None and llm.text)):
-            # the assistant message: its text and the calls it makes, as the model wrote them
-            text = "\n".join([*([llm.text] if llm is not None and llm.text else []),
-                              *(f"{c.tool}({c.ordered})" for c in calls)])
-            self._record(Entry("assistant", text, tokens=llm.output_tokens if llm else None, turn=turn.index))
+        record = self._record
+        if record is not None and (calls or (llm is not None and llm.text)):
+            record(turn)  # the assistant message, built from the turn when the view is read
         fns = self._turn_start
-        return _decide(_fire(fns, turn)) if fns else ALLOW
+        return _decide(_fire1(fns, turn)) if fns else ALLOW
 
     def end_turn(self) -> None:
         turn = self.run.turn
         if turn is not None:
             fns = self._turn_end
             if fns:
-                _fire(fns, turn)
+                _fire1(fns, turn)
             self.run.turn = None
 
     # ---- tool calls --------------------------------------------------------------------------------
@@ -377,32 +460,37 @@ class Guard:
         if run.turn is None:
             self.start_turn([call])
         run.calls += 1
-        return _decide(_fire(self._before_call, call, result))
+        fns = self._before_call
+        if not fns:
+            return ALLOW
+        verdicts = _fire2(fns, call, result)
+        return Decision(combine(verdicts), tuple(verdicts)) if verdicts else ALLOW
 
     def after_call(self, call: ToolCall, result: ToolResult | None, before: Decision = ALLOW) -> Decision:
         """Report what happened: the call ran with `result`, or was blocked (`result=None`).
 
         Returns the combined decision of the call (the verdicts from before and after).
         """
-        blocked = result is None
         run = self.run
-        if not blocked:
+        if result is not None:
             run.ran(call)
         turn = run.turn
         if turn is not None:
             turn.results.append(result)
-        after = _fire(self._after_call, call, result, blocked)
+        fns = self._after_call
+        after = _fire3(fns, call, result, result is None) if fns else None
         if after:
             verdicts = before.verdicts + tuple(after)
             decision = Decision(combine(verdicts), verdicts)
         else:
             decision = before
-        self._last = (call, result, decision, before)
-        if self._keep_view:
-            tokens = result.tokens if result is not None else None
-            self._record(Entry("tool", self.shown, tokens=tokens, tool=call.tool, call_id=self._next_call_id,
-                               turn=turn.index if turn is not None else None))
-        self._next_call_id += 1
+        call_id = self._next_call_id
+        self._next_call_id = call_id + 1
+        # one tuple serves `shown` and, when the view is kept, the entry built from it later
+        last = self._last = (call, result, decision, before, call_id, turn.index if turn is not None else None)
+        record = self._record
+        if record is not None:
+            record(last)
         return decision
 
     @property
@@ -411,32 +499,24 @@ class Guard:
         warnings attached (empty before the first call)."""
         if self._last is None:
             return ""
-        _call, result, decision, before = self._last
-        if result is None:
-            return f"Error: {before.message or 'blocked'}"
-        text = result.result_text or ""
-        if decision.action == "warn":
-            # the result, a blank line, then the warnings one per line (two engines may warn at once)
-            warnings = "\n".join(v.message for v in decision.verdicts if v.action == "warn" and v.message)
-            if warnings:
-                text = f"{text}\n\n{warnings}" if text else warnings
-        return text
+        _call, result, decision, before, _id, _turn = self._last
+        return _shown(result, decision, before)
 
     # ---- model calls -------------------------------------------------------------------------------
     def before_llm(self, llm: LLMCall) -> Decision:
         """Before a model call: dedup and pre-prompt compaction of the prompt view."""
         fns = self._before_llm
-        return self._after_compaction(_decide(_fire(fns, llm, self.run.view)) if fns else ALLOW)
+        return self._after_compaction(_decide(_fire2(fns, llm, self.run.view)) if fns else ALLOW)
 
     def llm_result(self, llm: LLMCall) -> Decision:
         """After a model call: error recovery (compact and retry, back off and retry, or fail)."""
         fns = self._llm_result
-        return self._after_compaction(_decide(_fire(fns, llm, self.run.view)) if fns else ALLOW)
+        return self._after_compaction(_decide(_fire2(fns, llm, self.run.view)) if fns else ALLOW)
 
     def _after_compaction(self, d: Decision) -> Decision:
         if not (d.verdicts and any(v.action in ("compact", "compact_retry") for v in d.verdicts)):
             return d
-        extra = _fire(self._compacted, self.run.view)
+        extra = _fire1(self._compacted, self.run.view)
         if not extra:
             return d
         verdicts = d.verdicts + tuple(extra)
@@ -444,12 +524,13 @@ class Guard:
 
     # ---- other events ------------------------------------------------------------------------------
     def phase(self, phase: str) -> Decision:
-        return _decide(_fire(self._events["loopguard_phase"], phase))
+        return _decide(_fire1(self._events["loopguard_phase"], phase))
 
     def message(self, message: Message) -> Decision:
-        if self._keep_view:
-            self._record(Entry(message.role, message.text))
-        return _decide(_fire(self._events["loopguard_message"], message))
+        record = self._record
+        if record is not None:
+            record(Entry(message.role, message.text))
+        return _decide(_fire1(self._events["loopguard_message"], message))
 
     def rejected(self, rejected: Rejected) -> Decision:
         """A model turn the harness refused: the previous turn ends, the turn's model usage counts as a
@@ -458,8 +539,8 @@ class Guard:
         verdicts: tuple[Verdict, ...] = ()
         if rejected.llm is not None:
             verdicts += self.before_llm(rejected.llm).verdicts + self.llm_result(rejected.llm).verdicts
-        verdicts += _decide(_fire(self._events["loopguard_rejected"], rejected)).verdicts
+        verdicts += _decide(_fire1(self._events["loopguard_rejected"], rejected)).verdicts
         return Decision(combine(verdicts), verdicts) if verdicts else ALLOW
 
     def done(self, done: Done) -> Decision:
-        return _decide(_fire(self._events["loopguard_done"], done))
+        return _decide(_fire1(self._events["loopguard_done"], done))

@@ -3,7 +3,9 @@
 `read_command_line("cd src && nl -ba f.py | sed -n '1,5p'")` gives `(cd: other, nl: read src/f.py, sed: read)`.
 Parsing uses bashlex; where bashlex gives up (it raises on some valid bash, and on unbalanced quotes) a
 plain `shlex` split on `&&`, `||`, `;`, `|` and newlines takes over, so any text gives an answer and never
-an exception. Results are cached per distinct line (bounded LRU): agents repeat their commands a lot.
+an exception. Plain lines (words, simple quoting, `&&`, `||`, `|`, `;`, redirects: most agent commands)
+are read by a one-pass scan that gives bashlex's answer about twenty times faster. Results are cached per
+distinct line (bounded LRU): agents repeat their commands a lot.
 
 Paths are normalised (`./a` → `a`, `a/../b` → `b`) but stay relative: the run's working directory is not
 known, except that a `cd D` earlier in the same line applies to what follows it.
@@ -153,14 +155,135 @@ def _shlex_commands(line: str) -> list[_Simple]:
     return out
 
 
-def _simple_commands(line: str) -> list[_Simple]:
-    text = _strip_bodies(line.replace("\\\n", " "))
+# Plain lines: words of letters, digits, `_./,:=+@%^~*?[]-` and at most one quoted part (single-quoted
+# without `\\`, `"` or a newline; double-quoted also without `'`, `$`, a backquote or `!`: bashlex unquotes
+# others its own way; a word that is only a quoted part may hold backslashes and the other quote), `&&`,
+# `||`, `|`, `;`, newlines and redirects; no comments (bashlex reads `#` its own way). Most agent commands
+# are such lines; bashlex takes about 1.4 ms for one of them, this scan about 65 µs (the real lines, on a
+# loaded machine), with the same answer (tests compare the two on every real command line and random ones).
+_PLAIN_TOKEN: Final = re.compile(
+    r"(?P<space>[ \t]+)"
+    r"|(?P<newline>\n)"
+    r"|(?P<op>&&|\|\||[|;])"
+    r"|(?P<redirect>>>|>\||>&|&>|>|<)"
+    r"|(?P<word>[A-Za-z0-9_./,:=+@%^~*?\[\]-]+(?:'[^'\\\n\"]*'|\"[^\"'$`\\!\n]*\")?[A-Za-z0-9_./,:=+@%^~*?\[\]-]*"
+    r"|(?:'[^'\\\n\"]*'|\"[^\"'$`\\!\n]*\")[A-Za-z0-9_./,:=+@%^~*?\[\]-]*"
+    # a word that is one quoted part and nothing else: bashlex unquotes it as bash does, backslashes and all
+    r"|'[^'\n]*'|\"[^\"$`\\!\n]*\")"
+)
+_AFTER_WORD: Final = frozenset(" \t\n|&;<>")
+_ASSIGNMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[^~]*$")
+# words that may open or close a compound command where they stand: such lines go to bashlex
+_RESERVED: Final = frozenset({"if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until",
+                              "do", "done", "in", "function", "time", "coproc", "[[", "]]"})
+
+
+def _unquoted(raw: str) -> str:
+    if raw[0] in "'\"" and raw[-1] == raw[0] and len(raw) > 1 and raw.count(raw[0]) == 2:
+        return raw[1:-1]  # one quoted part and nothing else (the only form that may hold the other quote)
+    for quote in ("'", '"'):
+        at = raw.find(quote)
+        if at >= 0:  # one quoted part at most (the token's pattern)
+            close = raw.index(quote, at + 1)
+            return raw[:at] + raw[at + 1:close] + raw[close + 1:]
+    return raw
+
+
+def _plain_commands(text: str) -> list[_Simple] | None:
+    """The simple commands of a plain line as bashlex reads them, or None when the line is not plain
+    (bashlex reads it then). Where this scan is unsure of bashlex's reading, it gives up rather than guess."""
+    out: list[_Simple] = []
+    words: list[str] = []
+    redirects: list[tuple[str, str]] = []
+    started = False  # the current command has a word or an assignment
+    redirected = False  # the current command has a redirect (kept or not)
+    prefix = True  # nothing but assignments so far: `X=1 cmd`
+    pending: str | None = None  # a redirect waiting for its target
+    fd_word = False  # the last token was a word of digits only, right before this one
+    dangling = False  # the last operator was `&&`, `||` or `|`: a command must follow
+    pos, end = 0, len(text)
+    match = _PLAIN_TOKEN.match
+    while pos < end:
+        m = match(text, pos)
+        if m is None or m.end() == pos:  # a character no plain line has
+            return None
+        pos = m.end()
+        kind = m.lastgroup
+        if kind == "space":
+            fd_word = False
+            continue
+        if kind == "newline" and pending is None:
+            fd_word = False
+            if not (started or redirected):
+                continue  # a blank line, or the line goes on after `&&`, `||`, `|` or `;`
+            kind = "op"  # a newline ends a command as `;` does
+        if kind == "word":
+            raw = m.group()
+            if pos < end and text[pos] not in _AFTER_WORD:  # quoted parts run on (`'a''b'`): bashlex's own way
+                return None
+            if pending is not None:  # the redirect's target
+                if raw.isdigit() and pos < end and text[pos] in "<>&":
+                    return None  # `2> 2>f`: digits that are the next redirect's descriptor
+                if pending != ">&":
+                    redirects.append((pending, _unquoted(raw)))
+                elif not raw.isdigit():  # `2>&1` copies a descriptor (no file); `>&-` closes one
+                    if raw.startswith("-"):
+                        return None
+                    redirects.append((pending, _unquoted(raw)))
+                pending = None
+                continue
+            if raw in _RESERVED or _unquoted(raw) in _RESERVED:
+                return None
+            started = True
+            dangling = False
+            if prefix and "=" in raw:
+                if _ASSIGNMENT.match(raw) is None:
+                    return None
+                continue  # an assignment is no word of the command
+            prefix = False
+            words.append(_unquoted(raw))
+            fd_word = raw.isdigit()
+            continue
+        if pending is not None:
+            return None  # a redirect without its target
+        if kind == "redirect":
+            if fd_word:  # `cat 2>`: the digits name a descriptor, not a word
+                if m.group().startswith("&") or len(words) == 1:  # `2&>`, or digits as the command name
+                    return None
+                words.pop()
+            pending = m.group()
+            redirected = True
+            prefix = fd_word = False  # bashlex reads `X=1` after a redirect as a word
+            continue
+        # an operator ends the command; one with nothing but redirects, or none at all, is bashlex's to judge
+        if not words and (redirected or not started):
+            return None
+        out.append(_Simple(words, redirects))
+        words, redirects, started, redirected, prefix, fd_word = [], [], False, False, True, False
+        dangling = m.group() not in (";", "\n")
+        if text.startswith("&", pos):
+            return None  # `|&`, `;&`: operators of their own
+    if pending is not None or dangling or (not words and redirected) or not (started or out):
+        return None  # `a &&` with nothing after it, a command of redirects only, nothing at all
+    if started:
+        out.append(_Simple(words, redirects))
+    return out
+
+
+def _parsed_commands(text: str) -> list[_Simple]:
+    """The simple commands of a line by bashlex, or by the `shlex` split where bashlex gives up."""
     if len(text) <= MAX_BASHLEX_CHARS:
         try:
             return _bashlex_commands(text)
         except Exception:  # bashlex raises many kinds (even RecursionError) on valid bash: fall back
             pass
     return _shlex_commands(text)
+
+
+def _simple_commands(line: str) -> list[_Simple]:
+    text = _strip_bodies(line.replace("\\\n", " "))
+    plain = _plain_commands(text) if len(text) <= MAX_BASHLEX_CHARS else None
+    return plain if plain is not None else _parsed_commands(text)
 
 
 # ---- what each command does ---------------------------------------------------------------------------

@@ -14,11 +14,14 @@ import fnmatch
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, final
+from typing import TYPE_CHECKING, Any, Final, Literal, final
 
 from .errors import PolicyError, brief
 from .limits import MAX_SETTING_ITEMS
 from .model import ToolCall
+
+if TYPE_CHECKING:
+    from .targets import CallTarget
 
 __all__ = ["KINDS", "LOCATORS", "Classifier", "Kind", "ToolRule", "parse_rules"]
 
@@ -126,7 +129,7 @@ LOCATORS: Final = _locators()
 class Classifier:
     """Classifies calls by a rule table; decisions without argument conditions are cached per tool name."""
 
-    __slots__ = ("_cache", "_locator_cache", "_patterns", "rules")
+    __slots__ = ("_locator_cache", "_patterns", "kinds", "rules", "targets")
 
     def __init__(self, rules: Sequence[ToolRule] = (), extra: Iterable[ToolRule] = ()) -> None:
         self.rules: tuple[ToolRule, ...] = (*extra, *rules, *LOCATORS)
@@ -137,8 +140,12 @@ class Classifier:
                 re.compile(fnmatch.translate(rule.tool)) if _GLOB_CHARS.intersection(rule.tool) else None
             )
             self._patterns.append((pattern, rule))
-        self._cache: dict[str, Kind] = {}
+        # tool name -> kind, for tools whose kind needs no arguments (`RunContext.kind` reads it first)
+        self.kinds: dict[str, Kind] = {}
         self._locator_cache: dict[str, ToolRule | None] = {}
+        # call fingerprint -> its target before any open file is filled in (`RunContext.target` fills it):
+        # a pure function of the call and this table, so every run of the policy shares it
+        self.targets: dict[str, CallTarget] = {}
 
     def _candidates(self, tool: str) -> list[ToolRule]:
         return [
@@ -150,7 +157,7 @@ class Classifier:
     def kind(self, call: ToolCall) -> Kind:
         """The kind of a call: first matching rule, else `action`."""
         tool = call.tool
-        cached = self._cache.get(tool)
+        cached = self.kinds.get(tool)
         if cached is not None:
             return cached
         candidates = [rule for rule in self._candidates(tool) if rule.kind is not None]
@@ -161,7 +168,7 @@ class Classifier:
                 result = rule.kind
                 break
         if not conditional:
-            self._cache[tool] = result
+            self.kinds[tool] = result
         return result
 
     def kind_of_tool(self, tool: str) -> Kind:

@@ -224,6 +224,8 @@ class Context(Engine):
         self._removed = 0  # tokens this run's compactions took out of the view
         self._summarized = 0  # messages folded into the view's summary entry so far
         self._todos: dict[str, tuple[str, str]] = {}  # id -> (content, status), in creation order
+        self._threshold_window = -1  # the window `_threshold` was computed for
+        self._threshold = 0
 
     # ---- public state ------------------------------------------------------------------------------
     @property
@@ -237,7 +239,11 @@ class Context(Engine):
 
     def threshold(self, view: PromptView) -> int:
         """The prompt size at which pre-prompt compaction starts."""
-        return math.ceil(round(self.settings.compact_at * self.window(view), 6))
+        window = view.window_tokens or self.settings.window_tokens
+        if window != self._threshold_window:  # asked before every model call; the window rarely changes
+            self._threshold_window = window
+            self._threshold = math.ceil(round(self.settings.compact_at * window, 6))
+        return self._threshold
 
     def is_overflow(self, error: str) -> bool:
         text = error.lower()
@@ -365,7 +371,7 @@ class Context(Engine):
         if llm.input_tokens is not None:
             prompt = max(prompt, llm.input_tokens - self._removed)
         threshold = self.threshold(view)
-        if prompt < threshold:
+        if prompt < threshold:  # nearly every model call: nothing more to do
             return None
         if s.compaction == "drop_oldest":
             done = self._compact(view, fraction=s.compact_fraction)

@@ -26,6 +26,7 @@ from .base import Engine, EngineSettings
 
 if TYPE_CHECKING:
     from ..conversation import PromptView
+    from ..model import LLMCall
     from ..runcontext import RunContext
 
 __all__ = ["ENGINE", "Dedup", "Settings"]
@@ -56,9 +57,11 @@ class Dedup(Engine):
         self._tools = frozenset(settings.tools)
         self._latest: dict[str, int] = {}  # tool -> view index of its most recent (full) result
         self._scanned = 0  # view entries before this index have been looked at
+        self._placeholders: dict[str, str] = {}  # tool -> its placeholder text, formatted once
 
     @hookimpl
-    def loopguard_before_llm(self, view: PromptView) -> Verdict | None:
+    def loopguard_before_llm(self, llm: LLMCall, view: PromptView) -> Verdict | None:
+        # the hook's full argument list, in its order: the Guard then calls this method directly
         entries = view.entries
         n = len(entries)
         if n < self._scanned:  # the view shrank without a compaction notice: start over
@@ -71,13 +74,12 @@ class Dedup(Engine):
         for i in range(self._scanned, n):
             entry = entries[i]
             tool = entry.tool
-            if entry.role != "tool" or tool not in tools:
+            if tool not in tools or entry.role != "tool":  # most entries name no polling tool
                 continue
             assert tool is not None
             previous = latest.get(tool)
             if previous is not None and not entries[previous].replaced:
-                stale = entries[previous]
-                view.replace(previous, stale.with_text(self.settings.placeholder.format(tool=tool)))
+                view.replace(previous, entries[previous].with_text(self._placeholder(tool)))
                 replaced[tool] = replaced.get(tool, 0) + 1
             latest[tool] = i
         self._scanned = n
@@ -92,6 +94,12 @@ class Dedup(Engine):
             f"Replaced {count} superseded result(s) of {', '.join(names)} with a placeholder in the prompt.",
             {"replaced": count, "tools": names},
         )
+
+    def _placeholder(self, tool: str) -> str:
+        text = self._placeholders.get(tool)
+        if text is None:
+            text = self._placeholders[tool] = self.settings.placeholder.format(tool=tool)
+        return text
 
     @hookimpl
     def loopguard_compacted(self) -> None:

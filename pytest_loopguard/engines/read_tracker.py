@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ..fingerprint import key_part
 from ..hookspecs import hookimpl
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 __all__ = ["ENGINE", "ReadTracker", "Region", "Settings"]
 
 Region = tuple[Any, Any, Any]  # (path as given, offset, limit)
+# argument types `key_part` returns as they are (exact types: a subclass might be a container)
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +103,7 @@ class ReadTracker(Engine):
         self._count = [0, 0]
         self._regions: dict[Region, None] = {}  # insertion-ordered set of regions read
         self._fresh: LRUMap[Region, int] = LRUMap(settings.max_keys)  # region -> stub hits since its last full read
-        self._fresh_by_path: dict[Any, set[Region]] = {}
+        self._fresh_by_path: dict[Any, set[Region]] = {}  # path -> its regions in `_fresh` (the same cap)
         # per-file layer
         self._per_file = any(v is not None for v in (settings.file_reads_warn_at, settings.file_reads_block_at,
                                                      settings.exact_reread_warn_at, settings.file_reverts_warn_at))
@@ -125,35 +127,39 @@ class ReadTracker(Engine):
     # ---- keys --------------------------------------------------------------------------------------
     def _region(self, args: Mapping[str, Any]) -> Region:
         s = self.settings
-        return (
-            key_part(args.get("path")),
-            key_part(args.get("offset", s.read_offset_default)),
-            key_part(args.get("limit", s.read_limit_default)),
-        )
+        path = args.get("path")
+        offset = args.get("offset", s.read_offset_default)
+        limit = args.get("limit", s.read_limit_default)
+        # scalars (nearly every read) are their own key part: `key_part` only when a value is a container
+        if type(path) in _SCALARS and type(offset) in _SCALARS and type(limit) in _SCALARS:
+            return (path, offset, limit)
+        return (key_part(path), key_part(offset), key_part(limit))
 
     def _search_key(self, args: Mapping[str, Any]) -> Hashable:
         s = self.settings
-        key: tuple[Hashable, ...] = (
+        key: tuple[Any, ...] = (
             "search",
-            key_part(args.get("pattern")),
-            key_part(args.get("target", s.search_target_default)),
-            key_part(args.get("path", s.search_path_default)),
-            key_part(args.get("file_glob")),
+            args.get("pattern"),
+            args.get("target", s.search_target_default),
+            args.get("path", s.search_path_default),
+            args.get("file_glob"),
         )
         if s.search_pagination:
-            key += (
-                key_part(args.get("limit", s.search_limit_default)),
-                key_part(args.get("offset", s.search_offset_default)),
-            )
-        return key
+            key += (args.get("limit", s.search_limit_default), args.get("offset", s.search_offset_default))
+        if all(type(part) in _SCALARS for part in key):
+            return key
+        return tuple(key_part(part) for part in key)
 
     # ---- hooks -------------------------------------------------------------------------------------
     @hookimpl
     def loopguard_before_call(self, call: ToolCall, result: ToolResult | None) -> list[Verdict] | Verdict | None:
         if not self._per_file:
             return self._consecutive(call, result)
-        verdicts = [v for v in (self._count_files(call), self._consecutive(call, result)) if v is not None]
-        return verdicts or None
+        files = self._count_files(call)
+        streak = self._consecutive(call, result)
+        if files is None:
+            return streak
+        return files if streak is None else [files, streak]
 
     def _consecutive(self, call: ToolCall, result: ToolResult | None) -> Verdict | None:
         kind = self.run.kind(call)
@@ -197,8 +203,7 @@ class ReadTracker(Engine):
                 if len(regions) > self.settings.max_keys:  # drop the first read: the list stays in read order
                     del regions[next(iter(regions))]
             if self.settings.unchanged_stub:
-                self._fresh[region] = 0
-                self._fresh_by_path.setdefault(region[0], set()).add(region)
+                self._mark_fresh(region)
         elif kind == "write" and self.settings.unchanged_stub:
             self._forget_path(key_part(call.args.get("path")))
 
@@ -216,6 +221,20 @@ class ReadTracker(Engine):
         self._fresh_by_path.clear()
 
     # ---- rules -------------------------------------------------------------------------------------
+    def _mark_fresh(self, region: Region) -> None:
+        """A full read of `region`: its stub hits start again, and its path indexes it."""
+        fresh = self._fresh
+        if region not in fresh and len(fresh) >= fresh.cap:
+            # the map is about to evict its least recently used region: the path index drops it too, so
+            # the index holds exactly the regions the map does (at most `max_keys`)
+            old = next(iter(fresh))
+            regions = self._fresh_by_path[old[0]]
+            regions.discard(old)
+            if not regions:
+                del self._fresh_by_path[old[0]]
+        fresh[region] = 0
+        self._fresh_by_path.setdefault(region[0], set()).add(region)
+
     def _forget_path(self, path: Any) -> None:
         for region in self._fresh_by_path.pop(path, ()):
             self._fresh.pop(region, None)
@@ -250,11 +269,13 @@ class ReadTracker(Engine):
 
     # ---- per-file layer ----------------------------------------------------------------------------
     def _count_files(self, call: ToolCall) -> Verdict | None:
+        files = self.run.target(call).effect_files
+        if not files:  # most calls name no file
+            return None
         s = self.settings
-        target = self.run.target(call)
         out: Verdict | None = None
         if s.file_reverts_warn_at is not None:
-            for path in target.files("revert"):
+            for path in files.get("revert", ()):
                 n = self.file_reverts[path] = self.file_reverts.get(path, 0) + 1
                 if n >= s.file_reverts_warn_at and (n - s.file_reverts_warn_at) % s.file_reverts_warn_at == 0:
                     out = Verdict(
@@ -267,7 +288,7 @@ class ReadTracker(Engine):
                     )
         if s.file_reads_warn_at is None and s.file_reads_block_at is None:
             return out
-        for path in target.files("read"):
+        for path in files.get("read", ()):
             n = self.file_reads[path] = self.file_reads.get(path, 0) + 1
             if s.file_reads_block_at is not None and n >= s.file_reads_block_at:
                 return Verdict(
@@ -291,9 +312,11 @@ class ReadTracker(Engine):
     def _exact_reread(self, call: ToolCall, result: ToolResult) -> Verdict | None:
         previous, self._previous = self._previous, call.fingerprint
         target = self.run.target(call)
-        text = result.result_text
+        if target.effect != "read" or not target.targets:  # most calls: no read of a file
+            return None
+        text = result.text  # the call succeeded: its text is what it showed
         # a repeat in a row is the consecutive layer's; a read that returned no text showed nothing
-        if target.effect != "read" or not target.targets or not text or previous == call.fingerprint:
+        if not text or previous == call.fingerprint:
             return None
         key = (call.fingerprint, text)
         n = self._rereads[key] = self._rereads.get(key, 0) + 1

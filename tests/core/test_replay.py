@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_loopguard.engines.base import Engine, EngineSettings, register_engine
 from pytest_loopguard.hookspecs import hookimpl
-from pytest_loopguard.model import Done, LLMCall, Message, Rejected, ToolCall, ToolResult, Trace, Verdict
+from pytest_loopguard.model import Done, LLMCall, Message, Rejected, StepResult, ToolCall, ToolResult, Trace, Verdict
 from pytest_loopguard.policy import Policy, resolve_policy
-from pytest_loopguard.replay import replay, turn_plan
+from pytest_loopguard.replay import Replayer, policy_for, replay, turn_plan
 from pytest_loopguard.runtime import Turn
-from pytest_loopguard.traceio import loads
+from pytest_loopguard.traceio import loads, validate_paths
+
+ROOT = Path(__file__).parents[2]
 
 NO_ENGINES = Policy(name="none", engines={}, tools=resolve_policy("qa-agent").tools)  # `done` is the done tool
 
@@ -355,3 +358,35 @@ def test_verdicts_on_a_rejected_turn_land_on_its_step_and_can_end_the_run() -> N
     result = replay(trace(REJECTED), NO_ENGINES, plugins=[Stopper()])
     assert (result.outcome, result.stopped_at, result.stopped_by) == ("stopped", 2, "probe")
     assert [s.action for s in result.steps] == ["allow", "allow", "stop", *["not_reached"] * 4]
+
+
+CORPUS = [t for t in validate_paths([ROOT / "traces"])[0] if t.mode != "simulate"]
+
+
+@pytest.mark.parametrize("policy", [None, "default", "hermes-current"])
+def test_the_timeline_a_replay_records_equals_feeding_the_steps_one_by_one(policy: str | None) -> None:
+    # replay() keeps per step only its action (and verdicts where there are any) and builds StepResults when
+    # read; Replayer.step builds each as it goes (the streaming replay uses it): both must agree everywhere
+    assert len(CORPUS) > 100
+    for t in CORPUS:
+        got = replay(t, policy)
+        counts = got.counts()  # from the recorded actions, before the timeline is built
+        resolved, _ = policy_for(t, policy)
+        one_by_one = Replayer(t, resolved, t.objective)
+        plan = turn_plan(t.steps)
+        expected = [one_by_one.step(s, plan.get(s.index)) for s in t.steps]
+        assert list(got.steps) == expected, t.name
+        assert counts == got.counts() and sum(counts.values()) == len(t.steps)
+        assert (got.outcome, got.stopped_at, got.stopped_by) == (
+            one_by_one.finish(), one_by_one.stopped_at, one_by_one.stopped_by)
+
+
+def test_a_recorded_timeline_keeps_verdicts_only_on_the_steps_that_have_them() -> None:
+    t = trace(FIVE)
+    got = replay(t, NO_ENGINES, plugins=[Probe(on_call={1: "warn", 2: "stop"})])
+    assert got.counts() == {"allow": 1, "warn": 1, "stop": 1, "not_reached": 2}  # before the steps are read
+    assert [s.action for s in got.steps] == ["allow", "warn", "stop", "not_reached", "not_reached"]
+    assert [len(s.verdicts) for s in got.steps] == [0, 1, 1, 0, 0]
+    assert [s.kind for s in got.steps] == ["tool", "tool", "tool", "message", "tool"]
+    assert got.first_intervention() is got.steps[1]
+    assert got.steps[1] == StepResult(1, "tool", got.steps[1].tool, "warn", got.steps[1].verdicts)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pytest_loopguard import Clock, Decision, Guard, ToolCall, ToolResult, Verdict, resolve_policy
+from pytest_loopguard.conversation import Entry, PromptView
+from pytest_loopguard.engines.base import Engine, EngineSettings, register_engine
 from pytest_loopguard.hookspecs import hookimpl
 from pytest_loopguard.model import LLMCall, Message
+from pytest_loopguard.policy import Policy
 from pytest_loopguard.runtime import Turn
 from pytest_loopguard.tools import ToolRule
 
@@ -251,3 +254,86 @@ def test_a_plugin_registered_after_the_guard_is_built_is_called() -> None:
     guard.pm.unregister(plugin)
     call_through(guard, CLICK)
     assert seen == [False]
+
+
+def test_view_entries_are_built_when_read_in_the_order_the_events_came() -> None:
+    # the Guard records a small record per event and builds entries when the view or transcript is read:
+    # they must come out as an eager Guard would have built them, whenever and however often they are read
+    guard = Guard(resolve_policy({"preset": "default", "loop_guard": {"warn_at": 2, "block_at": 3}}),
+                  keep_transcript=True)
+    guard.message(Message("user", "Fix the tests"))
+    shown: list[str] = []
+    for i in range(2):
+        guard.end_turn()
+        guard.start_turn([CLICK], LLMCall(output_tokens=5, text=f"Clicking {i}."))
+        before = guard.before_call(CLICK)
+        guard.after_call(CLICK, ToolResult(text="clicked", tokens=3), before)
+        shown.append(guard.shown)
+    first_read = list(guard.run.view.entries)  # read once in the middle ...
+    call_through(guard, CLICK, ToolResult(text="clicked"))  # ... then blocked at the 3rd identical click
+    shown.append(guard.shown)
+    view, transcript = guard.run.view.entries, guard.run.transcript.entries
+    assert view[: len(first_read)] == first_read and all(a is b for a, b in zip(view, first_read, strict=False))
+    assert [(e.role, e.text, e.tokens, e.turn) for e in view] == [
+        ("user", "Fix the tests", None, None),
+        ("assistant", 'Clicking 0.\nbrowser_click({"index":3})', 5, 0), ("tool", shown[0], 3, 0),
+        ("assistant", 'Clicking 1.\nbrowser_click({"index":3})', 5, 1), ("tool", shown[1], 3, 1),
+        ("assistant", 'browser_click({"index":3})', None, 2), ("tool", shown[2], None, 2),
+    ]
+    assert shown[0] == "clicked" and shown[1].startswith("clicked\n\n") and shown[2].startswith("Error: ")
+    assert [e.call_id for e in view if e.role == "tool"] == [0, 1, 2]
+    assert all(a is b for a, b in zip(view, transcript, strict=True))  # one entry, kept in both
+    assert guard.run.view.tokens() == sum(guard.run.view.entry_tokens(e) for e in view)
+
+
+def test_a_compaction_replaces_the_entries_recorded_before_it() -> None:
+    # an engine that swaps the view without reading it first still sees what came before: the records
+    # pending at the swap are built into the list being replaced, and later ones follow the new list
+    guard = Guard(resolve_policy("default"), keep_transcript=True)
+    call_through(guard, CLICK)
+    summary = Entry("summary", "2 earlier messages", replaced=True)
+    guard.run.view.replace_entries([summary])
+    call_through(guard, CLICK)
+    assert [e.role for e in guard.run.view.entries] == ["summary", "assistant", "tool"]
+    assert [e.role for e in guard.run.transcript.entries] == ["assistant", "tool", "assistant", "tool"]
+
+
+class Shapes(Engine):
+    """Hook implementations taking every shape of argument list the Guard calls directly or wraps."""
+
+    name = "test_shapes"
+    seen: ClassVar[list[tuple[Any, ...]]] = []
+
+    @hookimpl
+    def loopguard_turn_start(self) -> None:  # none of the arguments
+        self.seen.append(("turn_start",))
+
+    @hookimpl
+    def loopguard_before_call(self, call: ToolCall) -> None:  # the first only
+        self.seen.append(("before_call", call.tool))
+
+    @hookimpl
+    def loopguard_after_call(self, result: ToolResult | None, blocked: bool) -> Verdict:  # a later pair
+        self.seen.append(("after_call", result.text if result else None, blocked))
+        return Verdict(self.name, "warn", "test_shapes.after", "seen")
+
+    @hookimpl
+    def loopguard_before_llm(self, view: PromptView) -> list[Verdict | None]:  # the second only
+        self.seen.append(("before_llm", type(view).__name__))
+        return [None, Verdict(self.name, "allow", "test_shapes.llm")]
+
+    @hookimpl
+    def loopguard_llm_result(self, llm: LLMCall, view: PromptView) -> None:  # all, in order
+        self.seen.append(("llm_result", llm.output_tokens, len(view)))
+
+
+def test_engine_hooks_get_the_arguments_they_ask_for_in_any_shape() -> None:
+    register_engine(Shapes)
+    Shapes.seen.clear()
+    guard = Guard(Policy(name="shapes", engines={"test_shapes": EngineSettings()}))
+    llm = guard.before_llm(LLMCall(output_tokens=4))
+    guard.llm_result(LLMCall(output_tokens=4))
+    d = call_through(guard, CLICK, ToolResult(text="ok"))
+    assert [v.reason for v in llm.verdicts] == ["test_shapes.llm"] and d.action == "warn"
+    assert Shapes.seen == [("before_llm", "PromptView"), ("llm_result", 4, 0), ("turn_start",),
+                           ("before_call", "browser_click"), ("after_call", "ok", False)]

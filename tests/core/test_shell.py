@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import json
 import re
+import tarfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from pytest_loopguard.shell import Command, read_command_line
+from pytest_loopguard.shell import (
+    Command,
+    _parsed_commands,
+    _plain_commands,
+    _Simple,
+    _strip_bodies,
+    read_command_line,
+)
 from pytest_loopguard.targets import CallTarget
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "real"
@@ -151,7 +159,8 @@ def test_marshmallow_1343_restores_schema_py_fifteen_times() -> None:
     assert reverts == {"backup": 9, "fixed": 6}
 
 
-def test_every_real_command_line_reads_without_error() -> None:
+def real_command_lines() -> list[str]:
+    """Every command line of the real mini-swe-agent and SWE-agent runs."""
     lines: list[str] = []
     for path in sorted(REAL.glob("mini-swe-agent-*/*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -161,7 +170,86 @@ def test_every_real_command_line_reads_without_error() -> None:
             lines += mini_v1_commands(str(path.relative_to(REAL)))
     for path in sorted(REAL.glob("swe-agent/*.traj")):
         lines += [step["action"] for step in json.loads(path.read_text(encoding="utf-8"))["trajectory"]]
+    return lines
+
+
+def test_every_real_command_line_reads_without_error() -> None:
+    lines = real_command_lines()
     assert len(lines) > 500
     read = [CallTarget.of(read_command_line(line)) for line in lines]
     # most real commands name what they are about
     assert sum(bool(t.targets) for t in read) > len(read) // 2
+
+
+# ---- plain lines: read without bashlex, as bashlex reads them ---------------------------------------
+def simple(commands: list[_Simple] | None) -> list[tuple[list[str], list[tuple[str, str]]]] | None:
+    return None if commands is None else [(c.words, c.redirects) for c in commands]
+
+
+def plain_and_parsed(line: str) -> tuple[object, object]:
+    text = _strip_bodies(line.replace("\\\n", " "))
+    return simple(_plain_commands(text)), simple(_parsed_commands(text))
+
+
+def assert_plain_lines_read_as_bashlex_reads_them(lines: list[str]) -> None:
+    plain = 0
+    for line in lines:
+        fast, parsed = plain_and_parsed(line)
+        if fast is not None:
+            plain += 1
+            assert fast == parsed, line
+    # most agent commands are plain: the scan, not bashlex, reads them
+    assert plain > 0.9 * len(lines), (plain, len(lines))
+
+
+def test_real_plain_lines_read_as_bashlex_reads_them() -> None:
+    assert_plain_lines_read_as_bashlex_reads_them(real_command_lines())
+
+
+@pytest.mark.parametrize(("line", "plain"), [
+    ("sed -n '1,50p' a.py", [(["sed", "-n", "1,50p", "a.py"], [])]),
+    ('grep -n "foo bar" x.py | head -5', [(["grep", "-n", "foo bar", "x.py"], []), (["head", "-5"], [])]),
+    ("X=1 cd src && ls", [(["cd", "src"], []), (["ls"], [])]),  # an assignment is no word
+    ("> f X=1 cat", [(["X=1", "cat"], [(">", "f")])]),  # ... except after a redirect, for bashlex
+    ("cat a 2>/dev/null; echo a2>y 2>&1", [(["cat", "a"], [(">", "/dev/null")]), (["echo", "a2"], [(">", "y")])]),
+    ("ls >> f < g >&h >|i &>j", [(["ls"], [(">>", "f"), ("<", "g"), (">&", "h"), (">|", "i"), ("&>", "j")])]),
+    ("cat a\nls b\n\ncat c", [(["cat", "a"], []), (["ls", "b"], []), (["cat", "c"], [])]),  # a newline is a `;`
+    ("cat a &&\n  ls |\nwc", [(["cat", "a"], []), (["ls"], []), (["wc"], [])]),  # ... or the line goes on
+    ("ls\n;cat", None),
+    ("ls # x", None),  # comments: bashlex reads `#` its own way
+    ("--x='a b' c", None),  # `=` in the first word that is no assignment: bashlex decides
+    ("'a''b'", None),  # two quoted parts in one word: bashlex unquotes them its own way
+    ("--x='a\\b'", None),  # ... and a backslash in a quoted part after other characters
+    ("sed -i 's/a\\*b/c/' f", [(["sed", "-i", "s/a\\*b/c/", "f"], [])]),  # a word that is one quoted part
+    ("python -c \"print('x')\"", [(["python", "-c", "print('x')"], [])]),
+    ("echo 2> 2>f", None),
+    ("2>f echo", None),
+    ("a |& b", None),
+    ("a && > f", None),
+    ("a &&", None),
+    ("for f in a b; do cat $f; done", None),
+    ("echo $HOME", None),
+    ("cat a # note", None),
+    ("cat a >&-", None),
+    ("cd ~ && X=~/a ls", None),
+])
+def test_plain_scan_cases(line: str, plain: object) -> None:
+    fast, parsed = plain_and_parsed(line)
+    assert fast == plain
+    if fast is not None:
+        assert fast == parsed
+
+
+@pytest.mark.slow
+def test_calibration_plain_lines_read_as_bashlex_reads_them() -> None:
+    tarball = REAL.parent / "calibration" / "mini-swe-agent-gemini-3-pro-swebench.tar.gz"
+    lines: list[str] = []
+    with tarfile.open(tarball) as tar:
+        for member in tar:
+            if member.name.endswith(".traj.json"):
+                data = tar.extractfile(member).read()  # type: ignore[union-attr]
+                for m in json.loads(data)["messages"]:
+                    if m["role"] == "assistant":
+                        lines += re.findall(r"```bash\s*\n(.*?)\n```", m["content"], re.S)
+    assert len(lines) > 5000
+    assert_plain_lines_read_as_bashlex_reads_them(lines)

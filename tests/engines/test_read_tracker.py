@@ -346,6 +346,49 @@ def test_compaction_forgets_what_was_unchanged() -> None:
     assert reasons(read(g)) == ["read_tracker.unchanged"]  # learned again from that full read
 
 
+def fresh_index(g: Guard) -> dict[Any, set[Any]]:
+    """The unchanged layer's path index, checked against the capped region map it indexes."""
+    t = tracker(g)
+    grouped: dict[Any, set[Any]] = {}
+    for region in t._fresh:
+        grouped.setdefault(region[0], set()).add(region)
+    assert t._fresh_by_path == grouped  # it indexes exactly the regions the map holds
+    return t._fresh_by_path
+
+
+def stub_after_eviction(max_keys: int) -> list[str]:
+    g = tracker_guard("hermes-current", max_keys=max_keys)
+    read(g, "a.py")
+    read(g, "b.py")
+    read(g, "c.py", offset=501)  # with a cap of 2 this third region evicts a.py's
+    assert sum(len(regions) for regions in fresh_index(g).values()) == min(max_keys, 3)
+    return reasons(read(g, "a.py"))
+
+
+def test_unchanged_stub_index_shares_the_cap_at_its_edge() -> None:
+    assert stub_after_eviction(3) == ["read_tracker.unchanged"]
+    assert stub_after_eviction(2) == []  # evicted: a full read again, as docs/engines.md says
+    g = tracker_guard("hermes-current", max_keys=2)
+    read(g, "a.py")
+    read(g, "b.py")
+    read(g, "c.py")
+    assert set(fresh_index(g)) == {"b.py", "c.py"}  # a.py's entry went with its only region
+    call(g, "patch", path="c.py", old="x", new="y")  # a write still forgets what the index holds
+    assert set(fresh_index(g)) == {"b.py"}
+    assert read(g, "c.py").action == "allow"
+    assert reasons(read(g, "b.py")) == ["read_tracker.unchanged"]
+
+
+def test_unchanged_stub_index_stays_within_the_cap_over_many_paths() -> None:
+    g = tracker_guard("hermes-current", max_keys=8)
+    for i in range(1000):
+        read(g, f"f{i % 300}.py", offset=1 + 500 * (i % 3))
+        if i % 7 == 0:
+            call(g, "write_file", path=f"f{(i * 13) % 300}.py", content="x")
+    index = fresh_index(g)
+    assert sum(len(regions) for regions in index.values()) == len(tracker(g)._fresh) == 8
+
+
 def test_searches_are_never_stubbed() -> None:
     g = tracker_guard("hermes-current")
     assert [search(g).action for _ in range(2)] == ["allow", "allow"]

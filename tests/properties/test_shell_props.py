@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_loopguard.shell import EFFECTS, MAX_BASHLEX_CHARS, read_command_line
+from pytest_loopguard.shell import EFFECTS, MAX_BASHLEX_CHARS, _parsed_commands, _plain_commands, read_command_line
 
 PIECES = [*"ab./-'\"$`|&;<>()\\{}[]*~#=\n\t ", "cat ", "sed -n ", "cd ", "<<EOF\n", "EOF", "edit ", "open ", "goto "]
 SHELLISH = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
@@ -26,3 +26,17 @@ def test_a_very_long_line_is_read_by_the_linear_fallback() -> None:
     assert len(commands) == 4000 and commands[3].targets == ("f3.py",)
     nested = "$(" * 3000 + "cat a" + ")" * 3000
     assert isinstance(read_command_line(nested), tuple)
+
+
+# pieces of plain lines and of what makes a line not plain, to find where the two readings could differ
+PLAIN_PIECES = [*"ab1 2./-'\"|&;<>=*~[]#$\t(){}`\\!\n%+é0", " ", " ", "cat ", "x=1 ", "2>", ">&", "&>", ">>",
+                "&&", "||", "|&", "in ", "<", ">|", "'a b'", '"c d"', "10>", "sed -n ", "'1,5p' ", "f.py", "2>&1",
+                "'a\\\\b'", "\"it's\"", "'s/\\\\*x/y/' ", "'a\"b'"]
+PLAINISH = st.lists(st.sampled_from(PLAIN_PIECES), min_size=1, max_size=16).map("".join)
+
+
+@given(PLAINISH)
+def test_a_plain_line_reads_as_bashlex_reads_it(line: str) -> None:
+    fast = _plain_commands(line)
+    if fast is not None:  # not plain: bashlex reads it (nothing to compare)
+        assert [(c.words, c.redirects) for c in fast] == [(c.words, c.redirects) for c in _parsed_commands(line)]
