@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .buildinfo import compiled
 from .errors import (
     LoopguardError,
     LoopguardWarning,
@@ -42,6 +43,7 @@ __all__ = [
     "Trace",
     "TraceError",
     "Verdict",
+    "compiled",
     "dump",
     "dumps",
     "load",

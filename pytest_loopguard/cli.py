@@ -336,6 +336,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from .benchsuite import run_suite, suite_json, suite_table  # keeps the generator off other commands' path
+    from .buildinfo import build_name, compiled_modules
 
     if args.import_paths is not None:
         from .importers.bench import DEFAULT_PATHS, import_bench
@@ -354,10 +355,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     rows = run_suite(policies, events=args.events, repeat=args.repeat, seed=args.seed, stream=args.stream,
                      corpus=args.corpus)
     if args.json:
-        _json(suite_json(rows, events=args.events, repeat=args.repeat, seed=args.seed))
+        _json(suite_json(rows, events=args.events, repeat=args.repeat, seed=args.seed,
+                         build=build_name(), compiled=list(compiled_modules())))
     else:
         _out(suite_table(rows))
-        _out(f"{args.events} events per replay row, min and median of {args.repeat} repeats, seed {args.seed}")
+        _out(f"{args.events} events per replay row, min and median of {args.repeat} repeats, seed {args.seed}; "
+             f"build: {build_name()}")
     return EXIT_OK
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from pytest_loopguard import cli
 from pytest_loopguard.benchsuite import SuiteRow, bare_loop, suite_table
+from pytest_loopguard.buildinfo import build_name, compiled_modules
 from pytest_loopguard.model import Step, ToolCall, Trace
 
 QUICK = ["bench", "--events", "200", "--repeat", "1", "--policy", "default", "--policy", "qa-agent"]
@@ -27,13 +28,15 @@ def test_bench_prints_every_row_with_its_goal(capsys: pytest.CaptureFixture[str]
     items = [line.split("  ")[0].strip() for line in lines[2:-1]]
     assert items == ROWS
     assert "≤ 3× baseline, ≥ 250k events/s (≤ 3.00×)" in lines[3] and "≤ 5 µs (≤ 3.78×)" in lines[6]
-    assert lines[-1] == "200 events per replay row, min and median of 1 repeats, seed 0"
+    # which build ran is part of every measurement (buildinfo's own tests check what it reports)
+    assert lines[-1] == f"200 events per replay row, min and median of 1 repeats, seed 0; build: {build_name()}"
 
 
 def test_bench_json_has_every_row_and_the_subprocess_rows(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([*QUICK, "--json", "--corpus", "3", "--stream", "300"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert (doc["events"], doc["repeat"], doc["seed"]) == (200, 1, 0)
+    assert (doc["build"], doc["compiled"]) == (build_name(), list(compiled_modules()))
     rows = {r["item"]: r for r in doc["rows"]}
     assert list(rows) == [*ROWS, "loopguard run, 3 files", *PYTEST_ROWS,
                           "loopguard run, 300 events in one JSONL file",

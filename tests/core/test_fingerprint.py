@@ -183,5 +183,7 @@ def test_tool_calls_do_not_carry_the_extra_modes() -> None:
     # per-event cost: a ToolCall computes canonical and ordered only; the other modes are the engines' job
     call = ToolCall.of("t", {"a": 1})
     # (the as-written form is computed on first use and kept in `_ordered`)
-    assert set(ToolCall.__slots__) == {"tool", "args", "canonical", "fingerprint", "_ordered"}
+    # (a mypyc-compiled ToolCall has no __slots__: it lists its fields in __mypyc_attrs__)
+    fields = getattr(ToolCall, "__mypyc_attrs__", None) or ToolCall.__slots__
+    assert set(fields) == {"tool", "args", "canonical", "fingerprint", "_ordered"}
     assert call.canonical == '{"a":1}'

@@ -26,6 +26,7 @@ INTENDED = [
     "Trace",
     "TraceError",
     "Verdict",
+    "compiled",
     "dump",
     "dumps",
     "load",
