@@ -439,7 +439,7 @@ class Guard:
     def start_turn(self, calls: Sequence[ToolCall], llm: LLMCall | None = None) -> Decision:
         """A new turn with its calls (the model's response). Verdicts land on the step that starts it."""
         run = self.run
-        turn = Turn(run.turns, tuple(calls), llm=llm)
+        turn = Turn(run.turns, tuple(calls), None, llm)  # positional: a keyword costs more than the call
         run.turn = turn
         run.turns += 1
         record = self._record

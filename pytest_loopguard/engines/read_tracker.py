@@ -112,8 +112,10 @@ class ReadTracker(Engine):
         # (call identity, result text) -> times returned
         self._rereads: LRUMap[tuple[str, str], int] = LRUMap(settings.max_keys)
         self._previous: str | None = None  # the identity of the previous call that ran
-        # the last read's call and region: after_call reuses the key before_call built for the same call
-        self._read_call: ToolCall | None = None
+        # the last call's kind and, for a read, its region: after_call reuses what before_call found for the
+        # same call (a call's arguments never change, and its kind is the policy's)
+        self._seen_call: ToolCall | None = None
+        self._seen_kind: str | None = None
         self._read_region: Region = (None, None, None)
 
     # ---- public state ------------------------------------------------------------------------------
@@ -165,10 +167,10 @@ class ReadTracker(Engine):
         return files if streak is None else [files, streak]
 
     def _consecutive(self, call: ToolCall, result: ToolResult | None) -> Verdict | None:
-        kind = self.run.kind(call)
+        kind = self._seen_kind = self.run.kind(call)
+        self._seen_call = call
         if kind == "read":
-            region = self._region(call.args)
-            self._read_call, self._read_region = call, region
+            region = self._read_region = self._region(call.args)
             if self.settings.unchanged_stub:
                 if result is not None and result.changed:
                     self._forget_path(region[0])
@@ -196,12 +198,12 @@ class ReadTracker(Engine):
         return None
 
     def _learn(self, call: ToolCall, result: ToolResult) -> None:
-        kind = self.run.kind(call)
+        seen = call is self._seen_call
+        kind = self._seen_kind if seen else self.run.kind(call)
         if kind == "read":
             if not result.ok:  # an error returned no content: nothing was read
                 return
-            # a call's arguments never change, so the region before_call built for it is still its region
-            region = self._read_region if call is self._read_call else self._region(call.args)
+            region = self._read_region if seen else self._region(call.args)
             regions = self._regions
             if region not in regions:
                 regions[region] = None
