@@ -190,6 +190,7 @@ def _add(out: list[Verdict] | None, r: Any) -> list[Verdict]:
 
 
 # One caller per event arity: the implementations' verdicts, flattened, or None when there are none.
+# `not how` tests for `_ALL` (0), nearly every implementation's shape, without loading a global per call.
 def _fire1(fns: tuple[Impl, ...], a: Any) -> list[Verdict] | None:
     out: list[Verdict] | None = None
     for f, how in fns:
@@ -202,7 +203,7 @@ def _fire1(fns: tuple[Impl, ...], a: Any) -> list[Verdict] | None:
 def _fire2(fns: tuple[Impl, ...], a: Any, b: Any) -> list[Verdict] | None:
     out: list[Verdict] | None = None
     for f, how in fns:
-        r = f(a, b) if how == _ALL else f(a) if how == _FIRST else f(b) if how == _SECOND else f()
+        r = f(a, b) if not how else f(a) if how == _FIRST else f(b) if how == _SECOND else f()
         if r is not None:
             out = _add(out, r)
     return out
@@ -211,7 +212,7 @@ def _fire2(fns: tuple[Impl, ...], a: Any, b: Any) -> list[Verdict] | None:
 def _fire3(fns: tuple[Impl, ...], a: Any, b: Any, c: Any) -> list[Verdict] | None:
     out: list[Verdict] | None = None
     for f, how in fns:
-        r = f(a, b, c) if how == _ALL else f(a) if how == _FIRST else f(b) if how == _SECOND else f()
+        r = f(a, b, c) if not how else f(a) if how == _FIRST else f(b) if how == _SECOND else f()
         if r is not None:
             out = _add(out, r)
     return out
