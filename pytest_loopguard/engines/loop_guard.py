@@ -143,6 +143,7 @@ class LoopGuard(Engine):
         self._ping_pong_warnings: LRUMap[str, int] = LRUMap(settings.max_keys)
         self._outcomes: LRUMap[tuple[str, str | bytes], int] = LRUMap(settings.max_keys)
         self._poisoned: LRUMap[str, int] = LRUMap(settings.max_keys)  # identity -> the outcome count that poisoned it
+        self._last_poisoned: tuple[str, int, Verdict] | None = None  # (tool, count, the block built for them)
         # the last identity computed and its call: after_call reads the one before_call computed
         self._last_call: ToolCall | None = None
         self._last_identity = ""
@@ -223,12 +224,19 @@ class LoopGuard(Engine):
         return None
 
     def _poisoned_verdict(self, tool: str, poisoned_at: int) -> Verdict:
-        return Verdict(
+        # a poisoned call is usually retried as it is: the last block, a frozen value of only these two and
+        # the settings, serves again rather than being built again
+        last = self._last_poisoned
+        if last is not None and last[0] == tool and last[1] == poisoned_at:
+            return last[2]
+        verdict = Verdict(
             NAME, "block", "loop_guard.identical_outcome",
             f"Blocked: tool '{tool}' returned the same result {poisoned_at} times for identical parameters. "
             "Calling it again will not change the result; try a different approach.",
             {"tool": tool, "outcome_count": poisoned_at, "threshold": self.settings.outcome_block_threshold},
         )
+        self._last_poisoned = (tool, poisoned_at, verdict)
+        return verdict
 
     def _consecutive_verdict(self, call: ToolCall) -> Verdict | None:
         """The consecutive rule's verdict for the current identity's count, if it reached a threshold."""

@@ -596,3 +596,29 @@ def test_stop_at_ends_a_run_that_repeats_a_blocked_call() -> None:
     assert "stop consecutive_stop" not in timeline(run("default", steps * 2, block_at=None))
     for preset in ("spacebot-worker", "spacebot-branch", "spacebot-channel"):
         assert resolve_policy(preset).settings("loop_guard").stop_at is None
+
+
+def test_identical_outcome_blocks_name_each_calls_own_tool_and_count() -> None:
+    # two poisoned calls retried in turn: each block names its own tool and count (the last block is reused
+    # only for the same tool and count)
+    from pytest_loopguard.engines.loop_guard import LoopGuard
+    from pytest_loopguard.policy import Policy
+
+    settings = LoopGuard.Settings(outcome_block_threshold=2, ping_pong_periods=())
+    guard = Guard(Policy("outcomes", {"loop_guard": settings}))
+    a, b = ToolCall.of("fetch", {"url": "a"}), ToolCall.of("lookup", {"q": "b"})
+    for call in (a, b) * 2:  # two identical outcomes each poison both
+        guard.start_turn([call])
+        before = guard.before_call(call)
+        guard.after_call(call, ToolResult(text="same") if before.runs else None, before)
+        guard.end_turn()
+    blocks = []
+    for call in (a, a, b, a):
+        guard.start_turn([call])
+        before = guard.before_call(call)
+        blocks.append([(v.reason, v.data["tool"], v.data["outcome_count"]) for v in before.verdicts
+                       if v.reason == "loop_guard.identical_outcome"])
+        guard.after_call(call, None, before)
+        guard.end_turn()
+    assert blocks == [[("loop_guard.identical_outcome", "fetch", 2)]] * 2 + [
+        [("loop_guard.identical_outcome", "lookup", 2)], [("loop_guard.identical_outcome", "fetch", 2)]]
