@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -150,15 +150,16 @@ def _raw_parse(text: str, fmt: str) -> Any:
 def _subprocess_run(args: list[str]) -> tuple[float, float, int]:
     """Wall seconds, peak RSS (MB) and exit status of `loopguard run ARGS` in a fresh interpreter.
 
-    Peak RSS is the children's `ru_maxrss`, so it is the largest child seen by this process so far; each
-    heavy row runs once per bench, after the lighter subprocess row, so the larger one is its own.
+    Peak RSS is that one child's `ru_maxrss`, from `os.wait4` (RUSAGE_CHILDREN would give the largest child
+    this process ever waited for, e.g. a pytest row's).
     """
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest_loopguard.cli", "run", *args], capture_output=True,
-                          check=False)
+    child = subprocess.Popen([sys.executable, "-m", "pytest_loopguard.cli", "run", *args],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
     seconds = time.perf_counter() - start
-    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return seconds, peak_kb / 1024, done.returncode
+    child.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+    return seconds, usage.ru_maxrss / 1024, child.returncode
 
 
 def _stream_file(folder: Path, events: int, seed: int) -> Path:
