@@ -109,12 +109,17 @@ class Replayer:
 
     def step(self, step: Step, calls: tuple[ToolCall, ...] | None) -> StepResult:
         """The result of one step; `calls` are the calls of the turn the step starts (None: it starts none)."""
-        call = step.call
-        tool = call.tool if call is not None else None
         if self.outcome is not None:
-            return StepResult(step.index, step.kind, tool, "not_reached")
-        verdicts = self.advance(step, calls)
-        return StepResult(step.index, step.kind, tool, combine(verdicts) if verdicts else "allow", verdicts)
+            call = step.call
+            return StepResult(step.index, step.kind, call.tool if call is not None else None, "not_reached")
+        return self.result_of(step, self.advance(step, calls))
+
+    @staticmethod
+    def result_of(step: Step, verdicts: tuple[Verdict, ...]) -> StepResult:
+        """The result of a reached step given its verdicts."""
+        call = step.call
+        return StepResult(step.index, step.kind, call.tool if call is not None else None,
+                          combine(verdicts) if verdicts else "allow", verdicts)
 
     def advance(self, step: Step, calls: tuple[ToolCall, ...] | None) -> tuple[Verdict, ...]:
         """The verdicts on one step of a run that has not ended; sets `outcome` when the step ends it."""
