@@ -4,20 +4,26 @@ Each row is a fresh `python -m pytest` in a subprocess, started in a folder whos
 `loopguard_paths` at the corpus; pytest's own start-up (plugins, this one included, and no trace) is timed
 on an empty folder with the same ini, so each row also shows its cost over that. The four commands run in
 turn, `repeat` rounds, so a busy moment on a shared machine falls on every row alike; min and median kept.
+Every row also says in which state it found bytecode (`bytecode_state`): where Python writes none
+(PYTHONDONTWRITEBYTECODE) and pytest has no assertion-rewrite cache of this package, every process parses,
+rewrites and compiles every plugin module again, which is most of each start-up.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
+from importlib.metadata import version
 from pathlib import Path
 from typing import Final
 
 from .benchsuite import SuiteRow
 
-__all__ = ["pytest_rows"]
+__all__ = ["bytecode_state", "pytest_rows"]
 
 MAX_ROUNDS: Final = 3  # each round is four pytest start-ups: seconds each, even on a quiet machine
 
@@ -28,6 +34,20 @@ def _pytest(folder: Path, args: list[str]) -> tuple[float, int]:
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args], cwd=folder,
                           capture_output=True, check=False)
     return time.perf_counter() - start, done.returncode
+
+
+def bytecode_state(package: Path = Path(__file__).parent, environ: Mapping[str, str] = os.environ) -> str:
+    """Whether pytest's assertion-rewrite cache of `package` exists and whether Python writes bytecode."""
+    # pytest loads a plugin distribution's modules through its assertion rewriter, which keeps its own pycs
+    # (NAME.TAG-pytest-VERSION.pyc beside the normal ones); one for the plugin module means a run left them.
+    tag = f"{sys.implementation.cache_tag}-pytest-{version('pytest')}"
+    cached = (package / "__pycache__" / f"plugin.{tag}.pyc").is_file()
+    writes = not environ.get("PYTHONDONTWRITEBYTECODE")
+    if cached:
+        return "rewrite caches present"
+    if writes:
+        return "rewrite caches absent, written by the first run"
+    return "rewrite caches absent, PYTHONDONTWRITEBYTECODE set: every process rewrites every plugin module"
 
 
 def pytest_rows(folder: Path, corpus: Path, repeat: int) -> list[SuiteRow]:
@@ -42,6 +62,7 @@ def pytest_rows(folder: Path, corpus: Path, repeat: int) -> list[SuiteRow]:
         f"pytest -n 0, {files} files": ["-n", "0", str(corpus)],
         f"pytest -n 2, {files} files": ["-n", "2", str(corpus)],
     }
+    state = bytecode_state()  # before the first run, which may write the caches
     seconds: dict[str, list[float]] = {item: [] for item in commands}
     exits: dict[str, int] = {}
     for _ in range(max(1, min(repeat, MAX_ROUNDS))):
@@ -62,8 +83,8 @@ def pytest_rows(folder: Path, corpus: Path, repeat: int) -> list[SuiteRow]:
     rows = []
     for item, walls in seconds.items():
         best, median = min(walls), statistics.median(walls)
-        extra: dict[str, float | int] = {"seconds": round(best, 3), "median_seconds": round(median, 3),
-                                         "exit": exits[item]}
+        extra: dict[str, float | int | str] = {"seconds": round(best, 3), "median_seconds": round(median, 3),
+                                         "exit": exits[item], "bytecode_state": state}
         if item != start_item:
             extra["over_startup_s"] = round(best - startup, 3)
             extra["ms_per_file"] = round((best - startup) * 1000 / files, 3)

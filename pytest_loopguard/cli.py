@@ -359,6 +359,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                          build=build_name(), compiled=list(compiled_modules())))
     else:
         _out(suite_table(rows))
+        for state in sorted({str(r.extra["bytecode_state"]) for r in rows if "bytecode_state" in r.extra}):
+            _out(f"pytest rows: {state}")
         _out(f"{args.events} events per replay row, min and median of {args.repeat} repeats, seed {args.seed}; "
              f"build: {build_name()}")
     return EXIT_OK

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 import pytest
 
-from .expect import Mismatch, check
-from .model import ReplayResult, Trace
-from .policy import Policy, resolve_policy
-from .report import mismatch_table, outcome_line, status
-from .runner import execute
-from .traceio import load, trace_from_mapping
+if TYPE_CHECKING:
+    from .expect import Mismatch
+    from .model import ReplayResult, Trace
+    from .policy import Policy
+
+# The plugin registers this module in every pytest process, the xdist controller included, which runs no
+# test: the replay core is imported by the methods that use it, when a test first calls one.
 
 __all__ = ["Loopguard", "TraceBuilder", "loopguard", "trace_builder"]
 
@@ -63,6 +64,8 @@ class Loopguard:
         spec = self._marker_policy if self._marker_policy is not None else self._option_policy
         if spec is None and not self._marker_overrides:
             return None
+        from .policy import resolve_policy
+
         policy = resolve_policy(spec)
         return self._overridden(policy, self._marker_overrides)
 
@@ -71,10 +74,15 @@ class Loopguard:
         p = Path(path)
         if not p.is_absolute() and not p.exists() and self._rootpath is not None:
             p = self._rootpath / p
+        from .traceio import load
+
         return load(p)
 
     def trace(self, source: Trace | str | Path | Mapping[str, Any]) -> Trace:
         """A Trace from a Trace, a file path or a trace mapping."""
+        from .model import Trace
+        from .traceio import trace_from_mapping
+
         if isinstance(source, Trace):
             return source
         if isinstance(source, (str, Path)):
@@ -85,6 +93,8 @@ class Loopguard:
         self, source: Trace | str | Path | Mapping[str, Any], policy: Any = None, **overrides: Any
     ) -> ReplayResult:
         """Replay (or, for a scenario, simulate) a trace under the active policy, with engine overrides."""
+        from .runner import execute
+
         trace = self.trace(source)
         return execute(trace, self.resolve(trace, policy, **overrides))
 
@@ -103,6 +113,8 @@ class Loopguard:
         # only the trace's own policy file is found beside the trace; an option's or marker's is taken as given
         own = spec is trace.policy and trace.path is not None
         base_dir = Path(trace.path).parent if own and trace.path else None
+        from .policy import resolve_policy
+
         return self._overridden(resolve_policy(spec, base_dir=base_dir), extra)
 
     @staticmethod
@@ -113,12 +125,17 @@ class Loopguard:
 
     def check(self, result: ReplayResult) -> list[Mismatch]:
         """Every expectation of the replayed trace that the result does not meet."""
+        from .expect import check
+
         return check(result)
 
     def assert_ok(self, result: ReplayResult) -> None:
         """Raise AssertionError, with the table of mismatched steps, unless every expectation holds."""
         # the failure points at the caller's line: this frame (and its huge `result` repr) is not shown
         __tracebackhide__ = True
+        from .expect import check
+        from .report import mismatch_table, outcome_line, status
+
         mismatches = check(result)
         if mismatches:
             raise AssertionError(
@@ -249,6 +266,8 @@ class TraceBuilder:
 
     def build(self, *, name: str = "built", policy: Any = None, **header: Any) -> Trace:
         """The Trace: header fields (description, task, context, strict, ...) as keyword arguments."""
+        from .traceio import trace_from_mapping
+
         return trace_from_mapping(self.mapping(name=name, policy=policy, **header))
 
 

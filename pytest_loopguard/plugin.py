@@ -10,35 +10,31 @@ import dataclasses
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import pytest
-import yaml
 
 from . import fixtures, sim_fixtures
-from .engines import registry
 from .errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
-from .expect import Mismatch, check
-from .golden import (
-    SCENARIO_STEP_EXPECTS,
-    apply_update_requests,
-    edit_to_json,
-    expectation_edits,
-    has_expectations,
-    observed_trace,
-    unchecked_expectations,
-)
-from .headers import TraceHeader, read_headers
-from .model import ReplayResult, Trace
-from .policy import resolve_policy
-from .policy_option import parse_policy_option
-from .replay import policy_for
-from .report import mismatch_table, outcome_line, shorten, status
-from .report_doc import report_entry, report_format, write_report
-from .runner import execute, load_file
-from .traceio import SUFFIXES, dumps
+
+if TYPE_CHECKING:
+    from .expect import Mismatch
+    from .golden import observed_trace
+    from .headers import TraceHeader
+    from .model import ReplayResult, Trace
+
+# Every pytest process imports this module, the xdist controller included, which neither collects nor runs a
+# trace: what collection needs is imported by the collector, the replay core by the first item that runs.
 
 __all__ = ["TraceFile", "TraceItem", "TraceMismatch", "observed_trace"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "observed_trace":  # re-exported from `golden`, imported when asked for
+        from .golden import observed_trace
+
+        return observed_trace
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 MARKER: Final = (
     "loopguard(policy=None, **overrides): the policy the `loopguard` fixture replays under "
@@ -100,12 +96,18 @@ class LoopguardSession:
         if self.worker:
             return
         if self.report_path is not None:
+            from .report_doc import write_report
+
             try:
                 write_report(self.report_path, self.entries, self.meta)
             except OSError as exc:  # e.g. a folder of that name: one line in the summary, not a traceback
                 self.report_error = f"cannot write {self.report_path}: {exc.strerror}"
                 self.report_path = None
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED  # CI asked for a report and has none
+        if not self.requests:
+            return
+        from .golden import apply_update_requests
+
         self.updated, self.update_errors = apply_update_requests(self.requests)
         if self.update_errors:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -192,13 +194,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
-    # Import the built-in engines now: the registry caches their classes, and a module imported later (inside
-    # a pytester run, which restores sys.modules afterwards) would lose the globals its settings' hints need.
-    try:
-        registry()
-    except LoopguardError as exc:  # an installed engine plugin that does not load
-        raise pytest.UsageError(str(exc)) from None
     policy_text: str | None = config.getoption("loopguard_policy", None)
+    from .policy_option import parse_policy_option
+
     try:
         policy = parse_policy_option(policy_text) if policy_text is not None else None
     except PolicyError as exc:
@@ -215,6 +213,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if policy is not None and update:
         # The rewritten file keeps its own `policy:`, so verdicts of another policy would fail its next run.
         raise pytest.UsageError("--loopguard-update records each trace under its own policy; drop --loopguard-policy")
+    if policy is not None or matrix:
+        from .policy import resolve_policy
     for option, spec in [("--loopguard-policy", policy), *(("--loopguard-matrix", p) for p in matrix)]:
         if spec is None:
             continue
@@ -224,6 +224,8 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"{option}: {exc}") from None
     report: str | None = config.getoption("loopguard_report", None)
     if report:
+        from .report_doc import report_format
+
         try:
             report_format(report)
         except ValueError as exc:
@@ -247,6 +249,21 @@ def pytest_configure(config: pytest.Config) -> None:
             config.pluginmanager.register(module, name)
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    from .engines.base import load_engine_plugins, registry
+
+    try:
+        if session.config.pluginmanager.has_plugin("dsession"):
+            load_engine_plugins()  # the xdist controller replays nothing: it only checks that engine plugins load
+        else:
+            # Import the built-in engines before any test runs: the registry caches their classes, and a module
+            # imported later (inside a pytester run, which restores sys.modules afterwards) would lose the
+            # globals its settings' hints need.
+            registry()
+    except LoopguardError as exc:  # an installed engine plugin that does not load
+        raise pytest.UsageError(str(exc)) from None
+
+
 def pytest_report_header(config: pytest.Config) -> str | None:
     state = config.stash.get(session_key, None)
     if state is None:
@@ -265,6 +282,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> TraceFile | None:
+    from .traceio import SUFFIXES
+
     if file_path.suffix.lower() not in SUFFIXES:
         return None
     state = parent.config.stash[session_key]
@@ -281,6 +300,8 @@ class TraceMismatch(AssertionError):
     """A replay whose verdicts differ from the trace's expectations."""
 
     def __init__(self, result: ReplayResult, mismatches: list[Mismatch]) -> None:
+        from .report import outcome_line, status
+
         self.result = result
         self.mismatches = mismatches
         super().__init__(f"{outcome_line(result)}: {status(mismatches)}")
@@ -297,6 +318,8 @@ class TraceFile(pytest.File):
     _loaded: list[Trace] | TraceError | None = None
 
     def collect(self) -> Iterator[TraceItem]:
+        from .headers import TraceHeader, read_headers
+
         headers = read_headers(self.path)
         if headers is None:
             traces = self._load_now()
@@ -339,6 +362,8 @@ class TraceFile(pytest.File):
             # The loader warns about torn JSONL lines; the items re-emit those warnings when they run.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", LoopguardWarning)
+                from .runner import load_file
+
                 try:
                     self._loaded = load_file(self.path)
                 except TraceError as exc:
@@ -392,6 +417,10 @@ class TraceItem(pytest.Item):
         return self._trace
 
     def runtest(self) -> None:
+        from .expect import check
+        from .golden import SCENARIO_STEP_EXPECTS, has_expectations, unchecked_expectations
+        from .runner import execute
+
         trace = self.trace
         for message in trace.warnings:
             warnings.warn(LoopguardWarning(message), stacklevel=1)
@@ -417,6 +446,9 @@ class TraceItem(pytest.Item):
         state = self.config.stash[session_key]
         if state.report_path is None and not state.coverage:
             return {"file": file, "trace": self.trace.name, "passed": not mismatches}
+        from .replay import policy_for
+        from .report_doc import report_entry
+
         engines = policy_for(self.trace, self.policy)[0].engines
         return {**report_entry(result, mismatches, engines), "file": file}
 
@@ -425,6 +457,9 @@ class TraceItem(pytest.Item):
         if self.trace.mode == "simulate" and fmt != "yaml":
             # JSON keys are strings, and a scenario's `x-expect-steps` is keyed by step index.
             raise LoopguardError("--loopguard-update rewrites scenarios only in YAML files")
+        from .golden import edit_to_json, expectation_edits, observed_trace
+        from .traceio import dumps
+
         edits, changes = expectation_edits(self.trace, result, self.document)
         request = {"path": str(self.path), "file": _display_path(self.path, self.config.rootpath),
                    "changes": changes, "edits": [edit_to_json(e) for e in edits]}
@@ -440,6 +475,8 @@ class TraceItem(pytest.Item):
         if isinstance(error, TraceNotLoaded):  # bad input found when the item ran: the loader's one line
             return str(error)
         if isinstance(error, TraceMismatch):
+            from .report import mismatch_table, shorten
+
             # The description says what the trace proves: the first thing a reader of a failure needs.
             about = f"\n{shorten(self.trace.description, 160)}" if self.trace.description else ""
             return f"{where}: {error}{about}\n{mismatch_table(error.result, error.mismatches)}"
@@ -471,6 +508,8 @@ def _relocated(exc: TraceError, path: Path, rootpath: Path) -> TraceError:
 
 def _document_lines(path: Path) -> dict[int, int]:
     """The 0-based first line of each YAML document, for reportinfo of multi-trace files."""
+    import yaml
+
     try:
         nodes = list(yaml.compose_all(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader))
     except (OSError, yaml.YAMLError):

@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Any, final
 
 import pytest
 
-from .runtime import Clock
-
 if TYPE_CHECKING:
     from loopguard_simulators import AgentLoop, FakeBrowser, FakeFiles, FakeLLM
 
@@ -30,6 +28,8 @@ class SimulationKit:
     """One test's simulated environment: a shared clock and the fakes made so far (the latest of each)."""
 
     def __init__(self, policy: Any = None) -> None:
+        from .runtime import Clock  # the replay core loads when a test asks for a fake, not with the plugin
+
         self.clock = Clock()
         self.policy = policy
         self.llm: FakeLLM | None = None

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from pytest_loopguard import cli
+from pytest_loopguard.bench_pytest import bytecode_state
 from pytest_loopguard.benchsuite import SuiteRow, bare_loop, suite_table
 from pytest_loopguard.buildinfo import build_name, compiled_modules
 from pytest_loopguard.model import Step, ToolCall, Trace
@@ -33,6 +34,7 @@ def test_bench_prints_every_row_with_its_goal(capsys: pytest.CaptureFixture[str]
 
 
 def test_bench_json_has_every_row_and_the_subprocess_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    state = bytecode_state()  # as the bench finds it before its first pytest run
     assert cli.main([*QUICK, "--json", "--corpus", "3", "--stream", "300"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert (doc["events"], doc["repeat"], doc["seed"]) == (200, 1, 0)
@@ -55,6 +57,7 @@ def test_bench_json_has_every_row_and_the_subprocess_rows(capsys: pytest.Capture
     assert [rows[name]["exit"] for name in PYTEST_ROWS] == [5, 0, 0, 0]
     assert all(rows[name]["unit"] == "pytest" and rows[name]["units"] == 3 for name in PYTEST_ROWS)
     assert "over_startup_s" not in rows[PYTEST_ROWS[0]]
+    assert {rows[name]["bytecode_state"] for name in PYTEST_ROWS} == {state}
     for name in PYTEST_ROWS[1:]:
         over = rows[name]["seconds"] - rows[PYTEST_ROWS[0]]["seconds"]
         assert rows[name]["over_startup_s"] == pytest.approx(over, abs=0.002)
