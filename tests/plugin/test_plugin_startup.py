@@ -4,6 +4,7 @@ needs them)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,39 @@ def test_the_check_sees_a_heavy_module_when_one_is_loaded(pytester: pytest.Pytes
     (pytester.path / "traces" / "t.yaml").write_text(TRACE.read_text(encoding="utf-8"), encoding="utf-8")
     result = pytester.runpytest_subprocess("-p", "no:hypothesispytest", "-p", "no:xdist", "-s")
     result.stdout.fnmatch_lines(["HEAVY-MODULES *'faker'*"])
+
+
+# The replay core: what only running a trace needs. The xdist controller runs none, so it loads none of it.
+CORE = ("pytest_loopguard.replay", "pytest_loopguard.runtime", "pytest_loopguard.traceio", "pytest_loopguard.model",
+        "pytest_loopguard.policy", "pytest_loopguard.engines.loop_guard", "pytest_loopguard.golden",
+        "pytest_loopguard.headers")
+ROLES = """
+import sys
+
+
+def pytest_sessionfinish(session):
+    role = "worker" if hasattr(session.config, "workerinput") else "controller"
+    loaded = sorted(m for m in {core!r} if m in sys.modules)
+    print(f"{{role.upper()}}-CORE", loaded)
+"""
+
+
+def test_the_xdist_controller_imports_no_replay_core(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nloopguard_paths = traces\n")
+    pytester.makeconftest(ROLES.format(core=CORE))
+    (pytester.path / "traces").mkdir()
+    (pytester.path / "traces" / "t.yaml").write_text(TRACE.read_text(encoding="utf-8"), encoding="utf-8")
+    result = pytester.runpytest_subprocess("-p", "no:faker", "-p", "no:hypothesispytest", "-n", "1", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.re_match_lines([r".*CONTROLLER-CORE \[\]$"])  # after the worker's progress dot
+
+
+def test_a_process_that_runs_a_trace_has_the_core_loaded(pytester: pytest.Pytester) -> None:
+    """The same check in a process that ran the trace (no xdist): it names the core, so the check can fail."""
+    pytester.makeini("[pytest]\nloopguard_paths = traces\n")
+    pytester.makeconftest(ROLES.format(core=CORE))
+    (pytester.path / "traces").mkdir()
+    (pytester.path / "traces" / "t.yaml").write_text(TRACE.read_text(encoding="utf-8"), encoding="utf-8")
+    result = pytester.runpytest_subprocess("-p", "no:faker", "-p", "no:hypothesispytest", "-p", "no:xdist", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.re_match_lines([f".*CONTROLLER-CORE {re.escape(repr(sorted(CORE)))}$"])
