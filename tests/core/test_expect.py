@@ -96,6 +96,20 @@ def test_a_step_without_expect_is_free_unless_strict() -> None:
     assert m.detail.startswith("strict: loop_guard: warn")
 
 
+def test_a_trace_that_expects_nothing_of_its_steps_is_checked_without_building_the_timeline() -> None:
+    """`ReplayResult.steps` is built on first read; a check that has no step to compare leaves it unbuilt, and
+    reads it as soon as one step (or strict) needs it."""
+    free = trace("loopguard: 1\nname: t\nexpect: {outcome: completed}\nsteps:\n  - tool: a\n  - done: {}\n")
+    compact = ReplayResult.of_actions(free, "default", "completed", None, None, ("block", "allow"), {})
+    assert check(compact) == []
+    assert compact._steps is None
+    (m,) = check(compact, strict=True)  # strict reads every step: the block is a mismatch
+    assert (m.step, m.got) == (0, "block") and compact._steps is not None
+    one = trace("loopguard: 1\nname: t\nsteps:\n  - tool: a\n  - tool: a\n    expect: warn\n")
+    compact = ReplayResult.of_actions(one, "default", "incomplete", None, None, ("allow", "allow"), {})
+    assert [(m.step, m.got) for m in check(compact)] == [(1, "allow")]
+
+
 def test_strict_from_the_trace_and_allow_verdicts_pass_it() -> None:
     t = trace("loopguard: 1\nname: t\nstrict: true\nsteps:\n  - tool: a\n  - tool: b\n  - tool: c\n")
     assert check(result(t, ("allow", (NEAR,)), ("allow", ()), ("not_reached", ()))) == []
