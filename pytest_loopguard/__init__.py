@@ -82,9 +82,9 @@ def __getattr__(name: str) -> Any:
     home = _HOME.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value  # read once: later reads are plain attribute reads
-    return value
+    # Not kept in this module's globals: a pytester run drops the modules it imported when it ends, and a kept
+    # class would then outlive its module (the next run imports a new one).
+    return getattr(import_module(f"{__name__}.{home}"), name)
 
 
 def __dir__() -> list[str]:

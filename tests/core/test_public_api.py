@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
+import pytest
+
 import pytest_loopguard
 
 INTENDED = [
@@ -75,3 +80,32 @@ def test_errors_are_also_the_builtins_they_resemble() -> None:
     assert issubclass(pytest_loopguard.PolicyError, ValueError)
     for name in ("TraceError", "PolicyError", "ScenarioError"):
         assert issubclass(getattr(pytest_loopguard, name), pytest_loopguard.LoopguardError)
+
+
+def test_every_public_name_resolves_to_the_object_its_module_defines() -> None:
+    import importlib
+
+    for name in INTENDED:
+        home = pytest_loopguard._HOME[name]
+        assert getattr(pytest_loopguard, name) is getattr(importlib.import_module(f"pytest_loopguard.{home}"), name)
+    with pytest.raises(AttributeError, match="has no attribute 'nothing_here'"):
+        pytest_loopguard.nothing_here  # noqa: B018
+
+
+LAZY = """
+import sys
+import pytest_loopguard
+core = [m for m in ("runtime", "replay", "traceio", "session", "recorder", "engines", "model", "policy")
+        if "pytest_loopguard." + m in sys.modules]
+print("AFTER-IMPORT", core)
+import pytest_loopguard.replay
+from pytest_loopguard import replay
+print("REPLAY", type(replay).__name__, type(pytest_loopguard.replay).__name__)
+"""
+
+
+def test_importing_the_package_imports_no_core_and_replay_stays_the_function() -> None:
+    """pytest imports the package in every process (xdist's controller too): the core loads on first use. The
+    submodule `replay` loading later does not replace the package's `replay`, the function."""
+    done = subprocess.run([sys.executable, "-c", LAZY], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == ["AFTER-IMPORT []", "REPLAY function function"]
