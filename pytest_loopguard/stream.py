@@ -29,7 +29,8 @@ from .model import ReplayResult, Step, StepResult, ToolCall, Trace
 from .policy import Policy
 from .replay import Replayer, policy_for, turn_plan
 from .runner import execute, load_file
-from .traceio import iter_trace_files, loads
+from .safeload import parse_json
+from .traceio import iter_trace_files, loads, trace_from_mapping
 
 __all__ = ["StreamedRun", "replay_jsonl", "run_paths"]
 
@@ -123,6 +124,15 @@ def _header(rows: Iterator[tuple[int, str, bool]], path: str) -> Trace:
     if first is None:
         raise TraceError("the file holds no trace (expected a header line)", file=path, line=1)
     lineno, text, _last = first
+    # the common header, a mapping the loader takes as it is, is built from its JSON as the loader builds
+    # it (without a step-less whole-file load around it); anything else goes through the loader
+    if "loopguard" in text:
+        try:
+            raw = parse_json(text, path, lineno)
+            if isinstance(raw, Mapping) and "loopguard" in raw and "steps" not in raw:
+                return trace_from_mapping({**raw, "steps": []}, path=path)
+        except TraceError:
+            pass
     return loads("\n" * (lineno - 1) + text, fmt="jsonl", path=path)[0]
 
 
