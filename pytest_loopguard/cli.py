@@ -30,9 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from tabulate import tabulate
-
-from . import __version__, replay_cmd
+from . import __version__
 from .console import emit, fit_table, progress
 from .engines import ENGINE_ORDER, registry
 from .errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
@@ -212,6 +210,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    from . import replay_cmd  # `run`, the command a corpus runs most, needs neither it nor tabulate
+
     if replay_cmd.streams(args) and (status := replay_cmd.run(args, _out, _err)) is not None:
         return status  # a JSONL trace: printed as it is replayed, in bounded memory
     trace = _load_one(args.file)
@@ -339,6 +339,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     from .buildinfo import build_name, compiled_modules
 
     if args.import_paths is not None:
+        from tabulate import tabulate
+
         from .importers.bench import DEFAULT_PATHS, import_bench
 
         timings = import_bench(args.import_paths or list(DEFAULT_PATHS))

@@ -18,7 +18,6 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Final, Literal, final, get_args, get_origin, get_type_hints
 
@@ -34,6 +33,9 @@ __all__ = ["ALIASES", "Policy", "coerce_settings", "corpus_root", "preset_names"
 ALIASES: Final[Mapping[str, str]] = types.MappingProxyType({"spacebot": "spacebot-worker"})
 _POLICY_KEYS: Final = frozenset({"preset", "extends", "name", "description", "tools", "source"})
 _ROOT_MARKERS: Final = ("pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg", ".git")
+# the package's own folder, as importlib.resources would name it for a package on disk (the only kind whose
+# presets can be globbed), without importing importlib.resources on every command's start-up
+_PRESETS_DIR: Final = Path(__file__).parent / "presets"
 
 
 @final
@@ -72,9 +74,8 @@ class Policy:
         }
 
 
-@functools.cache
 def _presets_dir() -> Path:
-    return Path(str(resources.files("pytest_loopguard") / "presets"))
+    return _PRESETS_DIR
 
 
 def preset_names() -> list[str]:
