@@ -35,7 +35,6 @@ from .console import emit, fit_table, progress
 from .engines import ENGINE_ORDER, registry
 from .errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
 from .expect import Mismatch, check
-from .inifile import trace_paths
 from .model import ReplayResult, Trace
 from .policy import ALIASES, Policy, preset_names, resolve_policy
 from .policy_option import parse_policy_option
@@ -175,7 +174,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     results: list[tuple[ReplayResult, list[Mismatch]]] = []
     errors: list[LoopguardError] = []
     skipped: list[NotATraceError] = []
-    paths = args.paths or trace_paths(Path.cwd())
+    if args.paths:
+        paths = args.paths
+    else:
+        from .inifile import trace_paths  # reads pytest's ini files (tomllib): only when no PATHS are given
+
+        paths = trace_paths(Path.cwd())
     timelines = bool(args.coverage or args.report)  # coverage and reports read every step's verdicts
     with _trace_warnings():  # each file is replayed as it is read (JSONL streamed): memory stays flat
         for item in progress(run_paths(paths, policy, skipped=skipped, stream=not timelines), "replaying"):

@@ -19,8 +19,8 @@ HEAVY = ("pytest_loopguard.diff_cmd", "pytest_loopguard.import_cmd", "pytest_loo
 
 # what a plain `loopguard run` does without: tables of plain cells are rendered without tabulate, and the live
 # session's modules load when a program names them
-NOT_FOR_RUN = ("tabulate", "pytest_loopguard.replay_cmd", "pytest_loopguard.session", "pytest_loopguard.recorder",
-               "pytest_loopguard.redact")
+NOT_FOR_RUN = ("tabulate", "tomllib", "pytest_loopguard.replay_cmd", "pytest_loopguard.session",
+               "pytest_loopguard.recorder", "pytest_loopguard.redact", "pytest_loopguard.inifile")
 
 
 def loaded_after(argv: list[str], modules: tuple[str, ...] = HEAVY) -> list[str]:
