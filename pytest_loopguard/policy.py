@@ -16,7 +16,9 @@ import functools
 import os
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, final, get_args, get_origin, get_type_hints
@@ -28,7 +30,7 @@ from .limits import MAX_EXTENDS, MAX_SETTING, MAX_SETTING_ITEMS
 from .safeload import parse_yaml, read_text
 from .tools import Classifier, ToolRule, parse_rules
 
-__all__ = ["ALIASES", "Policy", "coerce_settings", "corpus_root", "preset_names", "resolve_policy"]
+__all__ = ["ALIASES", "Policy", "coerce_settings", "corpus_root", "preset_names", "resolve_policy", "resolving_once"]
 
 ALIASES: Final[Mapping[str, str]] = types.MappingProxyType({"spacebot": "spacebot-worker"})
 _POLICY_KEYS: Final = frozenset({"preset", "extends", "name", "description", "tools", "source"})
@@ -198,6 +200,24 @@ def _policy_file(spec: str, base_dir: Path | None, root: Path | None) -> Path:
     raise PolicyError(f"policy file {brief(spec)} not found beside the trace ({base_dir}) or under {top}")
 
 
+# The policies resolved so far in a corpus run (`resolving_once`): None outside one.
+_resolved: ContextVar[dict[Any, Policy] | None] = ContextVar("loopguard_resolved_policies", default=None)
+
+
+@contextmanager
+def resolving_once(memo: dict[Any, Policy]) -> Iterator[None]:
+    """Within the block, a policy file or mapping that `memo` has seen resolves to the Policy it resolved to
+    then: a corpus run passes one memo for all its files, so a policy file every trace names is found and read
+    once per run, not twice per trace (the loader checks it, the replay uses it). The key is everything the
+    result depends on besides the file's text: the spec as written, the trace's folder and the corpus root.
+    Failures are not kept: each trace naming a bad policy gets its own error."""
+    token = _resolved.set(memo)
+    try:
+        yield
+    finally:
+        _resolved.reset(token)
+
+
 def resolve_policy(spec: Any = None, *, base_dir: Path | None = None, root: Path | None = None) -> Policy:
     """A Policy from None (the `default` preset), a preset name, a YAML path, a mapping or a Policy.
 
@@ -208,13 +228,26 @@ def resolve_policy(spec: Any = None, *, base_dir: Path | None = None, root: Path
         return _preset("default")
     if isinstance(spec, Policy):
         return spec
-    if isinstance(spec, str):
-        if spec.endswith((".yaml", ".yml")):
-            path = _policy_file(spec, base_dir, root)
-            raw = _read_mapping(path, "a policy file")
-            return _from_mapping(raw, source=str(path), default_name=path.stem)
+    if isinstance(spec, str) and not spec.endswith((".yaml", ".yml")):
         policy = _preset(spec)
         return policy if spec == policy.name else dataclasses.replace(policy, name=spec)
+    memo = _resolved.get()
+    if memo is None:
+        return _resolve(spec, base_dir, root)
+    # a mapping is keyed by its repr: equal text means equal keys, values and types (1, 1.0 and true differ)
+    key = (spec if isinstance(spec, str) else repr(spec), base_dir, root)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _resolve(spec, base_dir, root)
+    return found
+
+
+def _resolve(spec: Any, base_dir: Path | None, root: Path | None) -> Policy:
+    """A policy file's or a mapping's Policy."""
+    if isinstance(spec, str):
+        path = _policy_file(spec, base_dir, root)
+        raw = _read_mapping(path, "a policy file")
+        return _from_mapping(raw, source=str(path), default_name=path.stem)
     if isinstance(spec, Mapping):
         return _from_mapping(spec, source=None, default_name=None)
     raise PolicyError(f"expected a preset name, a policy file, a mapping or a Policy, got {type(spec).__name__}")

@@ -26,7 +26,7 @@ from .expect import Mismatch, check, check_reached, check_run
 from .faststep import step_from_line
 from .limits import MAX_FILE_BYTES
 from .model import ReplayResult, Step, StepResult, ToolCall, Trace
-from .policy import Policy
+from .policy import Policy, resolving_once
 from .replay import Replayer, policy_for, turn_plan
 from .runner import execute, load_file
 from .safeload import parse_json
@@ -272,6 +272,7 @@ def run_paths(
     a trace at all is skipped (appended to `skipped` when given), and a file named in `paths` must be one.
     `stream=False` loads JSONL files too, for callers that need every step's result (coverage, reports)."""
     seen: dict[str, str] = {}
+    resolved: dict[Any, Policy] = {}  # the policy files and mappings the traces name, each resolved once per run
     for raw in paths:
         in_folder = Path(raw).is_dir()
         for f in iter_trace_files([raw]):
@@ -279,8 +280,9 @@ def run_paths(
                 yield TraceError("no such file or folder", file=str(f))
                 continue
             try:
-                streamed = replay_jsonl(f, policy) if stream and f.suffix.lower() == ".jsonl" else None
-                loaded = [streamed.result.trace] if streamed is not None else load_file(f)
+                with resolving_once(resolved):  # entered per file: never open while the caller has the item
+                    streamed = replay_jsonl(f, policy) if stream and f.suffix.lower() == ".jsonl" else None
+                    loaded = [streamed.result.trace] if streamed is not None else load_file(f)
             except NotATraceError as exc:
                 if not in_folder:
                     yield exc
@@ -300,7 +302,8 @@ def run_paths(
                     yield streamed.result, streamed.mismatches
                     continue
                 try:
-                    result = execute(trace, policy)
+                    with resolving_once(resolved):
+                        result = execute(trace, policy)
                 except LoopguardError as exc:  # e.g. a scenario the simulators reject: a bad input like a load error
                     yield exc.located(file=trace.path) if isinstance(exc, TraceError) else TraceError(
                         str(exc), file=trace.path)
