@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import sys
 import warnings
@@ -506,6 +507,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits on usage errors and --help; callers want a status
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
+    if argv is None:
+        # the process's own command (not a call from a program or a test, which pass argv): what the imports
+        # made lives as long as the process, so the collector's full passes need not walk it again (~1% of a
+        # 1,000-file run, measured with callgrind)
+        gc.freeze()
     try:
         status: int = args.func(args)
     except LoopguardError as exc:

@@ -69,3 +69,15 @@ def test_a_skipped_file_is_still_named(tmp_path: Path, capsys: pytest.CaptureFix
     (tmp_path / "otel.json").write_text('{"resourceSpans": []}', encoding="utf-8")
     assert cli.main(["run", str(tmp_path)]) == 0
     assert "loopguard: skipped:" in capsys.readouterr().err
+
+
+def test_only_the_processs_own_command_freezes_what_the_imports_made(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"loopguard": 1, "name": "t"}\n{"tool": "a"}\n', encoding="utf-8")
+    code = ("import gc, io, sys, contextlib\nfrom pytest_loopguard import cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    cli.main(['run', sys.argv[1]])\n    called = gc.get_freeze_count()\n"
+            "    sys.argv = ['loopguard', 'run', sys.argv[1]]\n    cli.main()\n"
+            "print(called, gc.get_freeze_count() > 1000)")
+    done = subprocess.run([sys.executable, "-c", code, str(trace)], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["0", "True"]  # a program calling main(argv) keeps its collector as it was
