@@ -10,12 +10,14 @@ known keys, and each field's type and range.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+from collections.abc import Callable
 from typing import Any, Final
 
 from .errors import TraceError
-from .fingerprint import canonical_json
+from .fingerprint import canonical_json, flat_canonical_json
 from .limits import MAX_INT, MAX_SETTING, MAX_STRING
 from .model import LLMCall, Step, StepExpect, StepSource, ToolCall, ToolResult
 from .safeload import parse_json, plain_value
@@ -135,7 +137,8 @@ def _common(raw: dict[str, Any], own: frozenset[str], index: int) -> _Common | N
 
 
 def _tool(raw: dict[str, Any], index: int) -> Step | None:
-    if (common := _common(raw, _TOOL_KEYS, index)) is None:
+    common = _NONE if _TOOL_KEYS.issuperset(raw) else _common(raw, _TOOL_KEYS, index)
+    if common is None:
         return None
     tool = raw["tool"]
     t = raw.get("t")
@@ -145,33 +148,42 @@ def _tool(raw: dict[str, Any], index: int) -> Step | None:
     args = raw.get("args")
     if args is None:
         args = {}
-    elif type(args) is not dict or not _plain_args(args):
+        canonical = "{}"
+    elif type(args) is not dict:
         return None
+    else:
+        flat = _flat_args(args)
+        if flat is None:
+            return None
+        # flat arguments are written as they are (their keys are strings: they were JSON keys)
+        canonical = flat_canonical_json(args) if flat else canonical_json(args)
     result = None
     r = raw.get("result")
     if r is not None and (result := _result(r)) is None:
         return None
-    # positional: the step's fields in declaration order (index, kind, call, result, llm, phase, message,
-    # done, expect, t, line, extensions, rejected, agent, source); keywords cost a dict per step
-    call = ToolCall(tool, args, canonical_json(args))
-    return Step(index, "tool", call, result, None, None, None, None, common.expect, t, None, common.extensions or {},
-                None, common.agent, common.source)
+    return _new_step(index, "tool", ToolCall(tool, args, canonical), result, None, common.expect, t,
+                     common.extensions or {}, common.agent, common.source)
 
 
-def _plain_args(args: dict[str, Any]) -> bool:
+def _flat_args(args: dict[str, Any]) -> bool | None:
+    """True when every argument is a plain scalar (str, int, bool, null: canonical JSON writes them as they
+    are), False when some are floats, lists or mappings within bounds, None when one is out of bounds."""
+    flat = True
     for value in args.values():
         kind = type(value)
         if kind is str or kind is bool or value is None:
             continue
         if kind is int:
             if not -MAX_INT <= value <= MAX_INT:
-                return False
-        elif kind is float:
+                return None
+            continue
+        flat = False
+        if kind is float:
             if not math.isfinite(value):
-                return False
+                return None
         elif not plain_value(value, 3):  # a list or mapping inside the arguments (args is depth 2)
-            return False
-    return True
+            return None
+    return flat
 
 
 def _count(value: Any) -> bool:
@@ -183,29 +195,32 @@ def _result(r: Any) -> ToolResult | None:
     if type(r) is not dict or not _RESULT_KEYS.issuperset(r):
         return None
     error = r.get("error")
-    if error is not None and type(error) is not str:
-        return None
     code = r.get("exit_code")
-    if code is not None and (type(code) is not int or not -MAX_INT <= code <= MAX_INT):
-        return None
-    if "ok" in r:
-        ok = r["ok"]
-        if type(ok) is not bool or (ok and error is not None):
-            return None
-    else:
-        ok = error is None and not code
     text = r.get("text")
-    if text is not None and type(text) is not str:
-        return None
-    tokens, size = r.get("tokens"), r.get("bytes")
+    tokens = r.get("tokens")
+    size = r.get("bytes")
     changed = r.get("changed", False)
-    if not (_count(tokens) and _count(size)) or type(changed) is not bool:
+    if (error is not None and type(error) is not str) or (text is not None and type(text) is not str) or (
+            code is not None and (type(code) is not int or not -MAX_INT <= code <= MAX_INT)) or (
+            type(changed) is not bool):
         return None
-    return ToolResult(ok, text, error, tokens, size, changed, code)
+    # counts inline (this runs for most lines): absent, or an integer within [0, MAX_SETTING]
+    if (tokens is not None and (type(tokens) is not int or not 0 <= tokens <= MAX_SETTING)) or (
+            size is not None and (type(size) is not int or not 0 <= size <= MAX_SETTING)):
+        return None
+    ok = r.get("ok")
+    if ok is None:
+        if "ok" in r:  # `ok: null` is not a boolean: the loader words that
+            return None
+        ok = error is None and not code
+    elif type(ok) is not bool or (ok and error is not None):
+        return None
+    return _new_result(ok, text, error, tokens, size, changed, code)
 
 
 def _llm_step(raw: dict[str, Any], index: int) -> Step | None:
-    if (common := _common(raw, _LLM_STEP_KEYS, index)) is None:
+    common = _NONE if _LLM_STEP_KEYS.issuperset(raw) else _common(raw, _LLM_STEP_KEYS, index)
+    if common is None:
         return None
     t = raw.get("t")
     m = raw["llm"]
@@ -219,5 +234,74 @@ def _llm_step(raw: dict[str, Any], index: int) -> Step | None:
     if not (_count(input_tokens) and _count(output_tokens)) or (error is not None and type(error) is not str) or (
             text is not None and type(text) is not str):
         return None
-    return Step(index, "llm", None, None, LLMCall(input_tokens, output_tokens, error, text), None, None, None,
-                common.expect, t, None, common.extensions or {}, None, common.agent, common.source)
+    return _new_step(index, "llm", None, None, _new_llm(input_tokens, output_tokens, error, text), common.expect, t,
+                     common.extensions or {}, common.agent, common.source)
+
+
+# ---- building the frozen model objects ------------------------------------------------------------------
+# A frozen dataclass's __init__ sets each field through object.__setattr__ (a global look-up, an attribute
+# look-up and a call per field: 1.4 µs for a Step). The values here are already checked, so the objects are
+# made as __init__ makes them, each slot set through its own descriptor (half the cost). The field lists are
+# checked against the classes at import, so a field added to the model cannot be left unset here.
+_new: Final = object.__new__
+
+
+def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...]:
+    fields = tuple(f.name for f in dataclasses.fields(cls))
+    if fields != names:  # a model change: the builders below must set the new field too
+        raise RuntimeError(f"faststep builds {cls.__name__} with fields {names}, the model has {fields}")
+    return tuple(vars(cls)[name].__set__ for name in names)
+
+
+(_S_INDEX, _S_KIND, _S_CALL, _S_RESULT, _S_LLM, _S_PHASE, _S_MESSAGE, _S_DONE, _S_EXPECT, _S_T, _S_LINE, _S_EXT,
+ _S_REJECTED, _S_AGENT, _S_SOURCE) = _slot_setters(Step, (
+    "index", "kind", "call", "result", "llm", "phase", "message", "done", "expect", "t", "line", "extensions",
+    "rejected", "agent", "source"))
+(_R_OK, _R_TEXT, _R_ERROR, _R_TOKENS, _R_BYTES, _R_CHANGED, _R_CODE) = _slot_setters(ToolResult, (
+    "ok", "text", "error", "tokens", "bytes", "changed", "exit_code"))
+(_L_IN, _L_OUT, _L_ERROR, _L_TEXT) = _slot_setters(LLMCall, ("input_tokens", "output_tokens", "error", "text"))
+
+
+def _new_step(index: int, kind: str, call: ToolCall | None, result: ToolResult | None, llm: LLMCall | None,
+              expect: StepExpect | None, t: int | None, extensions: dict[str, Any], agent: str | None,
+              source: StepSource | None) -> Step:
+    """A tool or llm step (no phase, message, done, rejected or line), as `Step(...)` makes it."""
+    step = _new(Step)
+    _S_INDEX(step, index)
+    _S_KIND(step, kind)
+    _S_CALL(step, call)
+    _S_RESULT(step, result)
+    _S_LLM(step, llm)
+    _S_PHASE(step, None)
+    _S_MESSAGE(step, None)
+    _S_DONE(step, None)
+    _S_EXPECT(step, expect)
+    _S_T(step, t)
+    _S_LINE(step, None)
+    _S_EXT(step, extensions)
+    _S_REJECTED(step, None)
+    _S_AGENT(step, agent)
+    _S_SOURCE(step, source)
+    return step
+
+
+def _new_result(ok: bool, text: str | None, error: str | None, tokens: int | None, size: int | None,
+                changed: bool, code: int | None) -> ToolResult:
+    result = _new(ToolResult)
+    _R_OK(result, ok)
+    _R_TEXT(result, text)
+    _R_ERROR(result, error)
+    _R_TOKENS(result, tokens)
+    _R_BYTES(result, size)
+    _R_CHANGED(result, changed)
+    _R_CODE(result, code)
+    return result
+
+
+def _new_llm(input_tokens: int | None, output_tokens: int | None, error: str | None, text: str | None) -> LLMCall:
+    llm = _new(LLMCall)
+    _L_IN(llm, input_tokens)
+    _L_OUT(llm, output_tokens)
+    _L_ERROR(llm, error)
+    _L_TEXT(llm, text)
+    return llm

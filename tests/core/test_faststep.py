@@ -3,18 +3,19 @@ the same one-line error for a bad one; and it really takes its fast path for ord
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from pathlib import Path
 
 import pytest
-from steplines import same_as_full
+from steplines import as_tuple, same_as_full
 
 from pytest_loopguard import faststep
 from pytest_loopguard.bench import synthetic_trace
 from pytest_loopguard.importers import import_traces
 from pytest_loopguard.limits import MAX_DEPTH, MAX_INT, MAX_SETTING, MAX_STRING
-from pytest_loopguard.model import Step
+from pytest_loopguard.model import LLMCall, Step, ToolResult
 from pytest_loopguard.traceio import dumps, validate_paths
 
 ROOT = Path(__file__).parents[2]
@@ -170,3 +171,19 @@ def test_jsonl_files_load_alike_through_the_fast_reader(monkeypatch: pytest.Monk
         assert dumps(a, "jsonl") == dumps(b, "jsonl")
         assert [s.call and s.call.fingerprint for s in a.steps] == [s.call and s.call.fingerprint for s in b.steps]
         assert (a.path, a.warnings, a.policy) == (b.path, b.warnings, b.policy)
+
+
+def test_the_direct_builders_set_every_field_as_the_constructors_do() -> None:
+    step = faststep._new_step(4, "tool", None, faststep._new_result(False, "t", "e", 3, 9, True, 2),
+                              faststep._new_llm(1, 2, "x", "y"), None, 7, {"x-a": 1}, "bot", None)
+    assert step.result == ToolResult(False, "t", "e", 3, 9, True, 2)
+    assert step.llm == LLMCall(1, 2, "x", "y")
+    assert as_tuple(step) == as_tuple(Step(4, "tool", None, step.result, step.llm, t=7, extensions={"x-a": 1},
+                                           agent="bot"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        step.t = 8  # type: ignore[misc]
+
+
+def test_a_model_field_the_builders_do_not_know_stops_the_import() -> None:
+    with pytest.raises(RuntimeError, match="LLMCall"):
+        faststep._slot_setters(LLMCall, ("input_tokens", "output_tokens", "error"))
