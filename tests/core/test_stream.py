@@ -140,3 +140,42 @@ def test_lines_after_the_run_stopped_are_still_checked(tmp_path: Path) -> None:
     with pytest.raises(TraceError) as after_stop:
         replay_jsonl(path)
     assert str(after_stop.value) == str(loaded.value) and f":{len(trace.steps) + 2}:" in str(after_stop.value)
+
+
+@pytest.mark.parametrize("block", [5, 64, 1 << 20])
+def test_a_torn_line_is_only_the_last_non_blank_one_whatever_the_blocks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    from pytest_loopguard import stream
+
+    monkeypatch.setattr(stream, "_BLOCK", block)
+    head = '\n\n{"loopguard": 1, "name": "t"}\n  \n{"tool": "a"}\n'
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text(head + '{"tool": "b", "ar\n\n \t \n\n', encoding="utf-8")
+    with pytest.warns(LoopguardWarning, match=r"torn\.jsonl:6: torn last line"):
+        streamed = replay_jsonl(torn)
+    assert streamed is not None and streamed.result.counts() == {"allow": 1}
+    inner = tmp_path / "inner.jsonl"
+    inner.write_text(head + '{"tool": "b", "ar\n\n \t \n\n{"tool": "c"}\n', encoding="utf-8")
+    with pytest.raises(TraceError) as loaded:
+        load_file(inner)
+    with pytest.raises(TraceError) as streamed_error:
+        replay_jsonl(inner)
+    assert str(streamed_error.value) == str(loaded.value) and "inner.jsonl:6: JSON syntax error" in str(loaded.value)
+
+
+def test_rows_give_the_header_with_whether_it_is_the_last_then_the_rest(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_loopguard import stream
+
+    monkeypatch.setattr(stream, "_BLOCK", 3)
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n \n{}\n\n\t\n[1]\n\n2\n", encoding="utf-8")
+    with stream._open(str(path)) as handle:
+        rows = stream._rows(handle, str(path))
+        assert next(rows) == (3, "{}", False)
+        assert list(rows.lines()) == [(6, "[1]"), (8, "2")]
+    path.write_text("\n{}\n \n", encoding="utf-8")
+    with stream._open(str(path)) as handle:
+        rows = stream._rows(handle, str(path))
+        assert list(rows) == [(2, "{}", True)]
+        assert list(rows.lines()) == []
