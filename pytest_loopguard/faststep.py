@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import json.scanner
 import math
 from collections.abc import Callable
 from typing import Any, Final
@@ -30,8 +31,11 @@ def _no_constant(name: str) -> Any:
     raise ValueError(name)  # NaN/Infinity: the full checker words the refusal
 
 
-# one decoder for every line (json.loads builds a new one per call when given parse_constant)
-_DECODE: Final = json.JSONDecoder(parse_constant=_no_constant).decode
+# one scanner for every line: JSONDecoder.decode adds two regex matches and a call around it, and
+# json.loads builds a new decoder per call when given parse_constant
+_make_scanner: Any = json.scanner.make_scanner  # typeshed types it as a class taking itself
+_SCAN: Final[Callable[[str, int], tuple[Any, int]]] = _make_scanner(json.JSONDecoder(parse_constant=_no_constant))
+_JSON_SPACE: Final = " \t\n\r"  # JSON's whitespace (str.isspace takes more)
 _TOOL_KEYS: Final = frozenset({"tool", "args", "result", "t"})
 _LLM_STEP_KEYS: Final = frozenset({"llm", "t"})
 _RESULT_KEYS: Final = frozenset({"ok", "text", "error", "tokens", "bytes", "changed", "exit_code"})
@@ -72,9 +76,12 @@ def _fast(text: str, index: int) -> Step | dict[str, Any] | None:
     if len(text) > MAX_STRING:
         return None
     try:
-        # the C decoder guards its own recursion (RecursionError, never a crash); too deep input falls back
-        raw = _DECODE(text)
-    except (ValueError, RecursionError):
+        # the C decoder guards its own recursion (RecursionError, never a crash); too deep input falls back,
+        # and so does a line not starting with its value (StopIteration: leading space, or no value at all)
+        raw, end = _SCAN(text, 0)
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    if end != len(text) and text[end:].strip(_JSON_SPACE):  # extra data after the value
         return None
     if type(raw) is not dict:
         return None

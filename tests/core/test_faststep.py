@@ -129,6 +129,11 @@ BAD_OR_ODD = [
     '{"tool": "a"} trailing',
     ' {"tool": "a"} ',
     '{"tool": "a"}\r',
+    '{"tool": "a"} \t\r ',
+    '{"tool": "a"}\x0b',
+    '{"tool": "a"}\u2028',
+    '{"tool": "a"} {}',
+    '',
     '\ufeff{"tool": "a"}',
     '{"tool": "a", "tool": 3}',
     f'{{"tool": "a", "args": {{"n": 1{("0" * 5000)}}}}}',
@@ -187,3 +192,11 @@ def test_the_direct_builders_set_every_field_as_the_constructors_do() -> None:
 def test_a_model_field_the_builders_do_not_know_stops_the_import() -> None:
     with pytest.raises(RuntimeError, match="LLMCall"):
         faststep._slot_setters(LLMCall, ("input_tokens", "output_tokens", "error"))
+
+
+def test_json_whitespace_after_the_value_keeps_the_fast_path_and_other_text_leaves_it() -> None:
+    # a JSONL file written with CRLF line ends is read as fast as one with LF
+    assert isinstance(faststep._fast('{"tool": "a"}\r', 0), Step)
+    assert isinstance(faststep._fast('{"llm": {}} \t ', 0), Step)
+    for line in ('{"tool": "a"}\x0b', '{"tool": "a"} x', ' {"tool": "a"}'):
+        assert faststep._fast(line, 0) is None  # the full checks read (and word) these
