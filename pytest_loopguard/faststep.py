@@ -247,68 +247,87 @@ def _llm_step(raw: dict[str, Any], index: int) -> Step | None:
 
 # ---- building the frozen model objects ------------------------------------------------------------------
 # A frozen dataclass's __init__ sets each field through object.__setattr__ (a global look-up, an attribute
-# look-up and a call per field: 1.4 µs for a Step). The values here are already checked, so the objects are
-# made as __init__ makes them, each slot set through its own descriptor (half the cost). The field lists are
-# checked against the classes at import, so a field added to the model cannot be left unset here.
-_new: Final = object.__new__
+# look-up and a call per field: 1.4 µs for a Step). The values here are already checked, so each object is
+# built as a plain twin with the same slots (ordinary attribute stores), then made the model class by
+# assigning __class__: CPython allows that between classes of identical layout, and the result is the
+# frozen class through and through. The field lists are checked against the model at import, so a field
+# added there cannot be left unset here (tests/core/test_faststep.py compares every field, too).
 
 
-def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...]:
+def _twin_slots(cls: type, names: tuple[str, ...]) -> tuple[str, ...]:
     fields = tuple(f.name for f in dataclasses.fields(cls))
-    if fields != names:  # a model change: the builders below must set the new field too
+    # a model change: the builders below must set the new field too
+    if fields != names or getattr(cls, "__slots__", None) != names:
         raise RuntimeError(f"faststep builds {cls.__name__} with fields {names}, the model has {fields}")
-    return tuple(vars(cls)[name].__set__ for name in names)
+    return names
 
 
-(_S_INDEX, _S_KIND, _S_CALL, _S_RESULT, _S_LLM, _S_PHASE, _S_MESSAGE, _S_DONE, _S_EXPECT, _S_T, _S_LINE, _S_EXT,
- _S_REJECTED, _S_AGENT, _S_SOURCE) = _slot_setters(Step, (
-    "index", "kind", "call", "result", "llm", "phase", "message", "done", "expect", "t", "line", "extensions",
-    "rejected", "agent", "source"))
-(_R_OK, _R_TEXT, _R_ERROR, _R_TOKENS, _R_BYTES, _R_CHANGED, _R_CODE) = _slot_setters(ToolResult, (
-    "ok", "text", "error", "tokens", "bytes", "changed", "exit_code"))
-(_L_IN, _L_OUT, _L_ERROR, _L_TEXT) = _slot_setters(LLMCall, ("input_tokens", "output_tokens", "error", "text"))
+class _StepTwin:
+    __slots__ = _twin_slots(Step, ("index", "kind", "call", "result", "llm", "phase", "message", "done", "expect",
+                                   "t", "line", "extensions", "rejected", "agent", "source"))
+
+    def __init__(self, index: int, kind: str, call: ToolCall | None, result: ToolResult | None,
+                 llm: LLMCall | None, expect: StepExpect | None, t: int | None, extensions: dict[str, Any],
+                 agent: str | None, source: StepSource | None) -> None:
+        self.index = index
+        self.kind = kind
+        self.call = call
+        self.result = result
+        self.llm = llm
+        self.phase = None
+        self.message = None
+        self.done = None
+        self.expect = expect
+        self.t = t
+        self.line = None
+        self.extensions = extensions
+        self.rejected = None
+        self.agent = agent
+        self.source = source
+
+
+class _ResultTwin:
+    __slots__ = _twin_slots(ToolResult, ("ok", "text", "error", "tokens", "bytes", "changed", "exit_code"))
+
+    def __init__(self, ok: bool, text: str | None, error: str | None, tokens: int | None, size: int | None,
+                 changed: bool, code: int | None) -> None:
+        self.ok = ok
+        self.text = text
+        self.error = error
+        self.tokens = tokens
+        self.bytes = size
+        self.changed = changed
+        self.exit_code = code
+
+
+class _LLMTwin:
+    __slots__ = _twin_slots(LLMCall, ("input_tokens", "output_tokens", "error", "text"))
+
+    def __init__(self, input_tokens: int | None, output_tokens: int | None, error: str | None,
+                 text: str | None) -> None:
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.error = error
+        self.text = text
 
 
 def _new_step(index: int, kind: str, call: ToolCall | None, result: ToolResult | None, llm: LLMCall | None,
               expect: StepExpect | None, t: int | None, extensions: dict[str, Any], agent: str | None,
               source: StepSource | None) -> Step:
     """A tool or llm step (no phase, message, done, rejected or line), as `Step(...)` makes it."""
-    step = _new(Step)
-    _S_INDEX(step, index)
-    _S_KIND(step, kind)
-    _S_CALL(step, call)
-    _S_RESULT(step, result)
-    _S_LLM(step, llm)
-    _S_PHASE(step, None)
-    _S_MESSAGE(step, None)
-    _S_DONE(step, None)
-    _S_EXPECT(step, expect)
-    _S_T(step, t)
-    _S_LINE(step, None)
-    _S_EXT(step, extensions)
-    _S_REJECTED(step, None)
-    _S_AGENT(step, agent)
-    _S_SOURCE(step, source)
-    return step
+    step: Any = _StepTwin(index, kind, call, result, llm, expect, t, extensions, agent, source)
+    step.__class__ = Step
+    return step  # type: ignore[no-any-return]
 
 
 def _new_result(ok: bool, text: str | None, error: str | None, tokens: int | None, size: int | None,
                 changed: bool, code: int | None) -> ToolResult:
-    result = _new(ToolResult)
-    _R_OK(result, ok)
-    _R_TEXT(result, text)
-    _R_ERROR(result, error)
-    _R_TOKENS(result, tokens)
-    _R_BYTES(result, size)
-    _R_CHANGED(result, changed)
-    _R_CODE(result, code)
-    return result
+    result: Any = _ResultTwin(ok, text, error, tokens, size, changed, code)
+    result.__class__ = ToolResult
+    return result  # type: ignore[no-any-return]
 
 
 def _new_llm(input_tokens: int | None, output_tokens: int | None, error: str | None, text: str | None) -> LLMCall:
-    llm = _new(LLMCall)
-    _L_IN(llm, input_tokens)
-    _L_OUT(llm, output_tokens)
-    _L_ERROR(llm, error)
-    _L_TEXT(llm, text)
-    return llm
+    llm: Any = _LLMTwin(input_tokens, output_tokens, error, text)
+    llm.__class__ = LLMCall
+    return llm  # type: ignore[no-any-return]

@@ -185,13 +185,18 @@ def test_the_direct_builders_set_every_field_as_the_constructors_do() -> None:
     assert step.llm == LLMCall(1, 2, "x", "y")
     assert as_tuple(step) == as_tuple(Step(4, "tool", None, step.result, step.llm, t=7, extensions={"x-a": 1},
                                            agent="bot"))
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        step.t = 8  # type: ignore[misc]
+    for built in (step, step.result, step.llm):
+        assert type(built) in (Step, ToolResult, LLMCall)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(built, dataclasses.fields(built)[0].name, None)  # type: ignore[arg-type]
+    assert dataclasses.replace(step, t=8).t == 8 and step.t == 7
 
 
 def test_a_model_field_the_builders_do_not_know_stops_the_import() -> None:
     with pytest.raises(RuntimeError, match="LLMCall"):
-        faststep._slot_setters(LLMCall, ("input_tokens", "output_tokens", "error"))
+        faststep._twin_slots(LLMCall, ("input_tokens", "output_tokens", "error"))
+    with pytest.raises(RuntimeError, match="ToolResult"):
+        faststep._twin_slots(ToolResult, ("ok", "error", "text", "tokens", "bytes", "changed", "exit_code"))
 
 
 def test_json_whitespace_after_the_value_keeps_the_fast_path_and_other_text_leaves_it() -> None:
