@@ -251,20 +251,25 @@ def _llm_step(raw: dict[str, Any], index: int) -> Step | None:
 # built as a plain twin with the same slots (ordinary attribute stores), then made the model class by
 # assigning __class__: CPython allows that between classes of identical layout, and the result is the
 # frozen class through and through. The field lists are checked against the model at import, so a field
-# added there cannot be left unset here (tests/core/test_faststep.py compares every field, too).
+# added there cannot be left unset here (tests/core/test_faststep.py compares every field, too). A compiled
+# model (the optional mypyc build) has native classes, which have no slots to share: their own constructors
+# build them, and are fast there.
+_STEP_FIELDS: Final = ("index", "kind", "call", "result", "llm", "phase", "message", "done", "expect", "t", "line",
+                       "extensions", "rejected", "agent", "source")
+_RESULT_FIELDS: Final = ("ok", "text", "error", "tokens", "bytes", "changed", "exit_code")
+_LLM_FIELDS: Final = ("input_tokens", "output_tokens", "error", "text")
 
 
-def _twin_slots(cls: type, names: tuple[str, ...]) -> tuple[str, ...]:
+def _twinnable(cls: type, names: tuple[str, ...]) -> bool:
+    """Whether `cls` has exactly the slots `names` (False: a compiled class); its fields must be `names`."""
     fields = tuple(f.name for f in dataclasses.fields(cls))
-    # a model change: the builders below must set the new field too
-    if fields != names or getattr(cls, "__slots__", None) != names:
+    if fields != names:  # a model change: the builders below must set the new field too
         raise RuntimeError(f"faststep builds {cls.__name__} with fields {names}, the model has {fields}")
-    return names
+    return getattr(cls, "__slots__", None) == names
 
 
 class _StepTwin:
-    __slots__ = _twin_slots(Step, ("index", "kind", "call", "result", "llm", "phase", "message", "done", "expect",
-                                   "t", "line", "extensions", "rejected", "agent", "source"))
+    __slots__ = _STEP_FIELDS
 
     def __init__(self, index: int, kind: str, call: ToolCall | None, result: ToolResult | None,
                  llm: LLMCall | None, expect: StepExpect | None, t: int | None, extensions: dict[str, Any],
@@ -287,7 +292,7 @@ class _StepTwin:
 
 
 class _ResultTwin:
-    __slots__ = _twin_slots(ToolResult, ("ok", "text", "error", "tokens", "bytes", "changed", "exit_code"))
+    __slots__ = _RESULT_FIELDS
 
     def __init__(self, ok: bool, text: str | None, error: str | None, tokens: int | None, size: int | None,
                  changed: bool, code: int | None) -> None:
@@ -301,7 +306,7 @@ class _ResultTwin:
 
 
 class _LLMTwin:
-    __slots__ = _twin_slots(LLMCall, ("input_tokens", "output_tokens", "error", "text"))
+    __slots__ = _LLM_FIELDS
 
     def __init__(self, input_tokens: int | None, output_tokens: int | None, error: str | None,
                  text: str | None) -> None:
@@ -311,23 +316,37 @@ class _LLMTwin:
         self.text = text
 
 
-def _new_step(index: int, kind: str, call: ToolCall | None, result: ToolResult | None, llm: LLMCall | None,
-              expect: StepExpect | None, t: int | None, extensions: dict[str, Any], agent: str | None,
-              source: StepSource | None) -> Step:
+def _twin_step(index: int, kind: str, call: ToolCall | None, result: ToolResult | None, llm: LLMCall | None,
+               expect: StepExpect | None, t: int | None, extensions: dict[str, Any], agent: str | None,
+               source: StepSource | None) -> Step:
     """A tool or llm step (no phase, message, done, rejected or line), as `Step(...)` makes it."""
     step: Any = _StepTwin(index, kind, call, result, llm, expect, t, extensions, agent, source)
     step.__class__ = Step
     return step  # type: ignore[no-any-return]
 
 
-def _new_result(ok: bool, text: str | None, error: str | None, tokens: int | None, size: int | None,
-                changed: bool, code: int | None) -> ToolResult:
+def _twin_result(ok: bool, text: str | None, error: str | None, tokens: int | None, size: int | None,
+                 changed: bool, code: int | None) -> ToolResult:
     result: Any = _ResultTwin(ok, text, error, tokens, size, changed, code)
     result.__class__ = ToolResult
     return result  # type: ignore[no-any-return]
 
 
-def _new_llm(input_tokens: int | None, output_tokens: int | None, error: str | None, text: str | None) -> LLMCall:
+def _twin_llm(input_tokens: int | None, output_tokens: int | None, error: str | None, text: str | None) -> LLMCall:
     llm: Any = _LLMTwin(input_tokens, output_tokens, error, text)
     llm.__class__ = LLMCall
     return llm  # type: ignore[no-any-return]
+
+
+def _built_step(index: int, kind: str, call: ToolCall | None, result: ToolResult | None, llm: LLMCall | None,
+                expect: StepExpect | None, t: int | None, extensions: dict[str, Any], agent: str | None,
+                source: StepSource | None) -> Step:
+    return Step(index, kind, call, result, llm, None, None, None, expect, t, None, extensions,  # type: ignore[arg-type]
+                None, agent, source)
+
+
+_TWINS: Final = all([_twinnable(Step, _STEP_FIELDS), _twinnable(ToolResult, _RESULT_FIELDS),
+                     _twinnable(LLMCall, _LLM_FIELDS)])
+_new_step: Final = _twin_step if _TWINS else _built_step
+_new_result: Final[Callable[..., ToolResult]] = _twin_result if _TWINS else ToolResult
+_new_llm: Final[Callable[..., LLMCall]] = _twin_llm if _TWINS else LLMCall

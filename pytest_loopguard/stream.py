@@ -115,7 +115,7 @@ class _Rows:
     def __iter__(self) -> _Rows:
         return self
 
-    def __next__(self) -> tuple[int, str, bool]:
+    def __next__(self) -> Any:  # tuple[int, str, bool]; Any keeps it boxed, as mypyc's tp_iternext must return
         if not self._skip_blank():
             raise StopIteration
         lineno, text = self._base + self._at + 1, self._lines[self._at]

@@ -179,24 +179,38 @@ def test_jsonl_files_load_alike_through_the_fast_reader(monkeypatch: pytest.Monk
 
 
 def test_the_direct_builders_set_every_field_as_the_constructors_do() -> None:
-    step = faststep._new_step(4, "tool", None, faststep._new_result(False, "t", "e", 3, 9, True, 2),
-                              faststep._new_llm(1, 2, "x", "y"), None, 7, {"x-a": 1}, "bot", None)
-    assert step.result == ToolResult(False, "t", "e", 3, 9, True, 2)
-    assert step.llm == LLMCall(1, 2, "x", "y")
-    assert as_tuple(step) == as_tuple(Step(4, "tool", None, step.result, step.llm, t=7, extensions={"x-a": 1},
-                                           agent="bot"))
-    for built in (step, step.result, step.llm):
-        assert type(built) in (Step, ToolResult, LLMCall)
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            setattr(built, dataclasses.fields(built)[0].name, None)  # type: ignore[arg-type]
-    assert dataclasses.replace(step, t=8).t == 8 and step.t == 7
+    from pytest_loopguard import compiled
+
+    # twins for the pure-Python model; constructors for a compiled one (the mypyc build: native classes)
+    builders = [(faststep._built_step, ToolResult, LLMCall)]
+    assert faststep._TWINS is not compiled()
+    if faststep._TWINS:
+        builders.append((faststep._twin_step, faststep._twin_result, faststep._twin_llm))
+        assert faststep._new_step is faststep._twin_step
+    for new_step, new_result, new_llm in builders:
+        step = new_step(4, "tool", None, new_result(False, "t", "e", 3, 9, True, 2), new_llm(1, 2, "x", "y"), None,
+                        7, {"x-a": 1}, "bot", None)
+        assert step.result == ToolResult(False, "t", "e", 3, 9, True, 2)
+        assert step.llm == LLMCall(1, 2, "x", "y")
+        assert as_tuple(step) == as_tuple(Step(4, "tool", None, step.result, step.llm, t=7, extensions={"x-a": 1},
+                                               agent="bot"))
+        for built in (step, step.result, step.llm):
+            assert type(built) in (Step, ToolResult, LLMCall)
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                setattr(built, dataclasses.fields(built)[0].name, None)  # type: ignore[arg-type]
+        assert dataclasses.replace(step, t=8).t == 8 and step.t == 7
 
 
 def test_a_model_field_the_builders_do_not_know_stops_the_import() -> None:
     with pytest.raises(RuntimeError, match="LLMCall"):
-        faststep._twin_slots(LLMCall, ("input_tokens", "output_tokens", "error"))
+        faststep._twinnable(LLMCall, ("input_tokens", "output_tokens", "error"))
     with pytest.raises(RuntimeError, match="ToolResult"):
-        faststep._twin_slots(ToolResult, ("ok", "error", "text", "tokens", "bytes", "changed", "exit_code"))
+        faststep._twinnable(ToolResult, ("ok", "error", "text", "tokens", "bytes", "changed", "exit_code"))
+
+    class Native:  # as a compiled class: the fields, no slots
+        __dataclass_fields__ = LLMCall.__dataclass_fields__
+
+    assert not faststep._twinnable(Native, faststep._LLM_FIELDS)
 
 
 def test_json_whitespace_after_the_value_keeps_the_fast_path_and_other_text_leaves_it() -> None:
