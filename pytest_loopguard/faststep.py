@@ -193,11 +193,6 @@ def _flat_args(args: dict[str, Any]) -> bool | None:
     return flat
 
 
-def _count(value: Any) -> bool:
-    """A token or byte count as the loader takes it without conversion: absent, or an integer in range."""
-    return value is None or (type(value) is int and 0 <= value <= MAX_SETTING)
-
-
 def _result(r: Any) -> ToolResult | None:
     if type(r) is not dict or not _RESULT_KEYS.issuperset(r):
         return None
@@ -211,7 +206,8 @@ def _result(r: Any) -> ToolResult | None:
             code is not None and (type(code) is not int or not -MAX_INT <= code <= MAX_INT)) or (
             type(changed) is not bool):
         return None
-    # counts inline (this runs for most lines): absent, or an integer within [0, MAX_SETTING]
+    # token and byte counts as the loader takes them without conversion: absent, or an integer within
+    # [0, MAX_SETTING] (inline: this runs for most lines)
     if (tokens is not None and (type(tokens) is not int or not 0 <= tokens <= MAX_SETTING)) or (
             size is not None and (type(size) is not int or not 0 <= size <= MAX_SETTING)):
         return None
@@ -238,8 +234,10 @@ def _llm_step(raw: dict[str, Any], index: int) -> Step | None:
         return None
     input_tokens, output_tokens = m.get("input_tokens"), m.get("output_tokens")
     error, text = m.get("error"), m.get("text")
-    if not (_count(input_tokens) and _count(output_tokens)) or (error is not None and type(error) is not str) or (
-            text is not None and type(text) is not str):
+    # counts inline, as in _result
+    if (input_tokens is not None and (type(input_tokens) is not int or not 0 <= input_tokens <= MAX_SETTING)) or (
+            output_tokens is not None and (type(output_tokens) is not int or not 0 <= output_tokens <= MAX_SETTING)
+    ) or (error is not None and type(error) is not str) or (text is not None and type(text) is not str):
         return None
     return _new_step(index, "llm", None, None, _new_llm(input_tokens, output_tokens, error, text), common.expect, t,
                      common.extensions or {}, common.agent, common.source)
