@@ -179,3 +179,14 @@ def test_rows_give_the_header_with_whether_it_is_the_last_then_the_rest(tmp_path
         rows = stream._rows(handle, str(path))
         assert list(rows) == [(2, "{}", True)]
         assert list(rows.lines()) == []
+
+
+def test_a_strict_trace_reports_each_unexpected_intervention_as_the_full_replay_does(tmp_path: Path) -> None:
+    import dataclasses
+
+    trace = dataclasses.replace(synthetic_trace("strict", random.Random(4), steps=300), strict=True)
+    streamed_equals_loaded(trace, tmp_path, "roo")  # roo blocks repeats and never stops the run
+    streamed = replay_jsonl(tmp_path / "strict.jsonl", "roo")
+    assert streamed is not None and streamed.result.outcome != "stopped"
+    strict = [m for m in streamed.mismatches if "strict" in str(m)]
+    assert len(strict) == streamed.result.counts().get("block", 0) > 0
