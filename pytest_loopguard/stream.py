@@ -3,8 +3,9 @@ counted as they go, so memory stays flat however long the trace (`loopguard run`
 
 A turn's calls are known only when its last call is read, so the stream holds one stretch of steps (from
 one `llm` step to the next) at a time; tool steps before the first `llm` step are held until an `llm`
-step or the end of the file says how they group (see `replay.turn_plan`). A trace whose objective is not
-in its header (the first user message) is read twice: once to find that message, once to replay.
+step says how they group (see `replay.turn_plan`), or until a first read of the file finds it holds none
+(`_planned`). A trace whose objective is not in its header (the first user message) is read twice: once
+to find that message, once to replay.
 
 Every line gets the loader's checks (`faststep`: a direct construction for the common well-formed line,
 the loader's own reader for anything else). The loader's bounds on a whole file (`MAX_FILE_BYTES`,
@@ -187,15 +188,36 @@ def _steps(rows: _Rows, path: str, torn: list[str] | None) -> Iterator[Step]:
         yield step
 
 
-def _planned(steps: Iterator[Step], replayer: Replayer) -> Iterator[tuple[Step, tuple[ToolCall, ...] | None]]:
+_HOLD = 4096  # steps held before the first llm step, at most, unless the file holds an llm step after them
+
+
+def _planned(steps: Iterator[Step], replayer: Replayer,
+             path: str) -> Iterator[tuple[Step, tuple[ToolCall, ...] | None]]:
     """Each step with the calls of the turn it starts, holding one stretch (llm step to llm step) at a time.
     Stops once the run has ended: no later step needs its turn's calls (each is `not_reached`), and the
-    caller reads the rest of `steps` itself."""
+    caller reads the rest of `steps` itself.
+
+    Tool steps before the first llm step form one turn if an llm step comes later, else one turn each: once
+    _HOLD of them are held, a first read of the file (`_has_llm`) says which, so a file with no llm step
+    at all is replayed in stretches of _HOLD steps instead of being held whole."""
     held: list[Step] = []
     has_llm = False  # until the first llm step, or the end of the file
+    llm_ahead: bool | None = None  # whether the file holds an llm step: asked once, when _HOLD steps are held
     for step in steps:
         if step.kind != "llm":
             held.append(step)
+            if has_llm or len(held) < _HOLD:
+                continue
+            if llm_ahead is None:
+                llm_ahead = _has_llm(path)
+            if llm_ahead:
+                continue  # the held steps start a turn the llm step's stretch ends
+            plan = turn_plan(held, has_llm=False).get
+            for done in held:
+                yield done, plan(done.index)
+            held = []
+            if replayer.outcome is not None:
+                return
             continue
         if held:
             plan = turn_plan(held, has_llm=True).get  # an llm step follows, so the trace has one
@@ -209,6 +231,15 @@ def _planned(steps: Iterator[Step], replayer: Replayer) -> Iterator[tuple[Step, 
     plan = turn_plan(held, has_llm=has_llm).get
     for done in held:
         yield done, plan(done.index)
+
+
+def _has_llm(path: str) -> bool:
+    """Whether the file holds an llm step: a first read, as `_objective`'s. A bad line stops it with the
+    error the replay would report on reaching that line (no held step has been replayed yet either way)."""
+    with _open(path) as handle:
+        rows = _rows(handle, path)
+        next(rows, None)
+        return any(step.kind == "llm" for step in _steps(rows, path, None))
 
 
 def _objective(header: Trace, path: str) -> str:
@@ -269,7 +300,7 @@ def replay_jsonl(
                     mismatches.append(m)
 
             advance = replayer.advance
-            for step, calls in _planned(steps, replayer):
+            for step, calls in _planned(steps, replayer, name):
                 if on_step is None and step.expect is None and replayer.outcome is None:
                     # record's common case inline (most steps of a long run): allowed, nothing reads it
                     verdicts = advance(step, calls)

@@ -3,7 +3,9 @@ with the file read line by line, bad lines named by their line, and a torn last 
 
 from __future__ import annotations
 
+import dataclasses
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -182,11 +184,56 @@ def test_rows_give_the_header_with_whether_it_is_the_last_then_the_rest(tmp_path
 
 
 def test_a_strict_trace_reports_each_unexpected_intervention_as_the_full_replay_does(tmp_path: Path) -> None:
-    import dataclasses
-
     trace = dataclasses.replace(synthetic_trace("strict", random.Random(4), steps=300), strict=True)
     streamed_equals_loaded(trace, tmp_path, "roo")  # roo blocks repeats and never stops the run
     streamed = replay_jsonl(tmp_path / "strict.jsonl", "roo")
     assert streamed is not None and streamed.result.outcome != "stopped"
     strict = [m for m in streamed.mismatches if "strict" in str(m)]
     assert len(strict) == streamed.result.counts().get("block", 0) > 0
+
+
+@pytest.mark.parametrize("hold", [1, 2, 4, 1000])
+def test_steps_before_the_first_llm_step_are_held_only_while_an_llm_step_may_follow(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hold: int) -> None:
+    from pytest_loopguard import stream
+
+    monkeypatch.setattr(stream, "_HOLD", hold)
+    rng = random.Random(6)
+    calls = [ToolCall.of("browser_click", {"index": rng.randrange(3)}) for _ in range(40)]
+    tools = tuple(Step(i, "tool", call=c, result=ToolResult()) for i, c in enumerate(calls))
+    no_llm = Trace(name="no-llm", steps=tools)
+    for preset in ("default", "roo", "hermes-current"):
+        streamed_equals_loaded(no_llm, tmp_path, preset)
+    mixed = synthetic_trace("mixed", random.Random(5), steps=160)
+    head = tools[:9]
+    shifted = tuple(dataclasses.replace(s, index=len(head) + s.index) for s in mixed.steps)
+    assert any(s.kind == "llm" for s in shifted)
+    # spacebot-worker ends the run at its 50th turn: the 9 tool steps before the first llm step are one turn
+    for preset in ("default", "roo", "spacebot-worker"):
+        streamed_equals_loaded(Trace(name="tools-first", steps=head + shifted), tmp_path, preset)
+
+    bad = tmp_path / "bad.jsonl"
+    dump(no_llm, bad)
+    with bad.open("a", encoding="utf-8") as out:
+        out.write('{"tool": "a", "result": {"tokens": -1}}\n')
+    with pytest.raises(TraceError) as loaded:
+        load_file(bad)
+    with pytest.raises(TraceError) as streamed:
+        replay_jsonl(bad)
+    assert str(streamed.value) == str(loaded.value)
+
+    # how far the reading runs ahead of the replay: at most `hold` steps without an llm step in the file
+    dump(no_llm, tmp_path / "bounded.jsonl")
+    read: list[int] = []
+
+    def counted() -> Iterator[Step]:
+        for step in no_llm.steps:
+            read.append(step.index)
+            yield step
+
+    class Running:
+        outcome = None
+
+    planned = stream._planned(counted(), Running(), str(tmp_path / "bounded.jsonl"))  # type: ignore[arg-type]
+    ahead = [len(read) - got.index for got, _calls in planned]
+    assert len(ahead) == len(no_llm.steps) and max(ahead) <= hold
