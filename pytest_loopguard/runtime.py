@@ -20,7 +20,7 @@ from typing import Any, Final, cast, final
 import pluggy
 
 from . import hookspecs
-from .conversation import Deferred, Entry, PromptView, chars_over_four
+from .conversation import Deferred, Entry, PromptView, Role, chars_over_four
 from .engines import Engine, registry
 from .model import Action, Done, LLMCall, Message, Rejected, Task, ToolCall, ToolResult, Verdict, combine
 from .policy import Policy
@@ -324,6 +324,36 @@ def _entry(record: object) -> Entry:
     return cast(Entry, record)
 
 
+def _describe(record: object) -> tuple[Role, str | None]:
+    """The role and tool of the entry `_entry` builds from `record`, without building it."""
+    kind = record.__class__
+    if kind is tuple:
+        return "tool", cast(ToolRecord, record)[0].tool
+    if kind is Turn:
+        return "assistant", None
+    entry = cast(Entry, record)
+    return entry.role, entry.tool
+
+
+def _measure(record: object, view: PromptView) -> int:
+    """The tokens `view` counts for the entry `_entry` builds from `record`, without building it; negative
+    when they were counted from its text (see `Deferred`)."""
+    kind = record.__class__
+    count = view.count_tokens
+    if kind is tuple:  # the entry's tokens are the result's own, else its text's and its tool's
+        call, result, decision, before, _id, _turn = cast(ToolRecord, record)
+        if result is not None and result.tokens is not None:
+            return result.tokens
+        return -count(_shown(result, decision, before)) - (count(call.tool) if call.tool else 0)
+    if kind is Turn:
+        turn = cast(Turn, record)
+        llm = turn.llm
+        if llm is not None and llm.output_tokens is not None:
+            return llm.output_tokens
+        return -count(turn.message_text())
+    return view.entry_tokens(cast(Entry, record))  # the record is the entry itself: counted (and kept) once
+
+
 class Guard:
     """One run's engines. Not reusable across runs: build a new Guard per run (engines hold run state).
 
@@ -408,7 +438,7 @@ class Guard:
     def _keep_view(self) -> None:
         """Record entries for the prompt view (and the transcript, when kept) from now on."""
         run = self.run
-        deferred = Deferred(_entry)
+        deferred = Deferred(_entry, _describe, _measure)
         deferred.sinks.append(run.view)
         run.view.deferred = deferred
         if self.keep_transcript:
