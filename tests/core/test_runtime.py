@@ -298,6 +298,48 @@ def test_a_compaction_replaces_the_entries_recorded_before_it() -> None:
     assert [e.role for e in guard.run.transcript.entries] == ["assistant", "tool", "assistant", "tool"]
 
 
+def _polling_run(read_each_step: bool) -> tuple[Guard, list[tuple[Any, ...]]]:
+    """A view-only Guard (`default`: dedup and context read the view) through turns of polling calls,
+    noting after each model call what the view answers; optionally reading its entries after every event."""
+    guard = Guard(resolve_policy("default"))
+    view = guard.run.view
+    seen: list[tuple[Any, ...]] = []
+    guard.message(Message("user", "Watch the page"))
+    for i in range(4):
+        snap, click = ToolCall.of("browser_snapshot", {"i": i % 2}), ToolCall.of("browser_click", {"index": i})
+        decision = guard.before_llm(LLMCall(input_tokens=10 * i, output_tokens=None if i % 2 else 7))
+        seen.append((view.size(), view.tokens(), view.tool_results(0, frozenset({"browser_snapshot"})), decision,
+                     view.tool_results(max(0, view.size() - 3), frozenset({"browser_snapshot", "browser_click"}))))
+        guard.end_turn()
+        guard.start_turn([snap, click])
+        for call, result in ((snap, ToolResult(text="x" * (40 + i))), (click, ToolResult(text="ok", tokens=2))):
+            before = guard.before_call(call)
+            guard.after_call(call, result if before.runs else None, before)
+            if read_each_step:
+                assert len(view.entries) == view.size()
+    decision = guard.before_llm(LLMCall())
+    seen.append((view.size(), view.tokens(), view.tool_results(0, frozenset({"browser_snapshot"})), decision))
+    return guard, seen
+
+
+def test_the_view_answers_size_tokens_and_polling_results_without_building_entries() -> None:
+    # the records answer as the built entries would, dedup swaps a recorded result in place, and nothing
+    # is built until something reads the entries
+    lazy, lazy_seen = _polling_run(read_each_step=False)
+    eager, eager_seen = _polling_run(read_each_step=True)
+    view = lazy.run.view
+    assert view.deferred is not None and len(view.deferred.records) == view.size() == 13  # none built yet
+    assert lazy_seen == eager_seen
+    assert lazy_seen[2][4] == [(7, "browser_snapshot"), (8, "browser_click")]
+    superseded = {"replaced": 1, "tools": ["browser_snapshot"]}
+    assert [d.verdicts[0].data for *_, d in lazy_seen if d.verdicts] == [superseded] * 3
+    placeholder = "[browser_snapshot output superseded by a later call]"
+    built = view.entries
+    assert [e.text for e in built if e.tool == "browser_snapshot"] == [placeholder] * 3 + ["x" * 43]
+    assert built == eager.run.view.entries
+    assert view.tokens() == sum(view.entry_tokens(e) for e in built) == eager.run.view.tokens()
+
+
 class Shapes(Engine):
     """Hook implementations taking every shape of argument list the Guard calls directly or wraps."""
 
