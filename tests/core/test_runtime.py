@@ -330,7 +330,7 @@ def test_the_view_answers_size_tokens_and_polling_results_without_building_entri
     view = lazy.run.view
     assert view.deferred is not None and len(view.deferred.records) == view.size() == 13  # none built yet
     assert lazy_seen == eager_seen
-    assert lazy_seen[2][4] == [(7, "browser_snapshot"), (8, "browser_click")]
+    assert lazy_seen[2][4] == [(5, "browser_snapshot"), (6, "browser_click")]
     superseded = {"replaced": 1, "tools": ["browser_snapshot"]}
     assert [d.verdicts[0].data for *_, d in lazy_seen if d.verdicts] == [superseded] * 3
     placeholder = "[browser_snapshot output superseded by a later call]"
