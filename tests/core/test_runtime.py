@@ -332,7 +332,7 @@ def test_the_view_answers_size_tokens_and_polling_results_without_building_entri
     assert lazy_seen == eager_seen
     assert lazy_seen[2][4] == [(5, "browser_snapshot"), (6, "browser_click")]
     superseded = {"replaced": 1, "tools": ["browser_snapshot"]}
-    assert [d.verdicts[0].data for *_, d in lazy_seen if d.verdicts] == [superseded] * 3
+    assert [s[3].verdicts[0].data for s in lazy_seen if s[3].verdicts] == [superseded] * 3
     placeholder = "[browser_snapshot output superseded by a later call]"
     built = view.entries
     assert [e.text for e in built if e.tool == "browser_snapshot"] == [placeholder] * 3 + ["x" * 43]
