@@ -215,7 +215,7 @@ _MAX_PLANS: Final = 64  # policies in use at once (a matrix, an eval sweep); mor
 
 def _plan(policy: Policy) -> _Plan:
     plan = _PLANS.get(id(policy))
-    if plan is None or plan.policy is not policy or plan.version != registry_version():
+    if plan is None or plan.version != registry_version():  # the plan holds its policy: the id stays its own
         if len(_PLANS) >= _MAX_PLANS:
             _PLANS.clear()
         plan = _PLANS[id(policy)] = _Plan(policy)

@@ -144,11 +144,11 @@ T = TypeVar("T")
 def per_settings(build: Callable[[S], T]) -> Callable[[S], T]:
     """`build(settings)` made once per settings object and shared by the runs that use it: what an engine
     derives from its (immutable) settings alone. The value is shared, so it must never be mutated."""
-    cache: dict[int, tuple[S, T]] = {}
+    cache: dict[int, tuple[S, T]] = {}  # id -> (the settings, kept so that id stays theirs; the value)
 
     def get(settings: S) -> T:
         hit = cache.get(id(settings))
-        if hit is not None and hit[0] is settings:  # the object itself: an id may be reused once it is gone
+        if hit is not None:
             return hit[1]
         if len(cache) >= 64:  # settings in use at once (a policy matrix); beyond that, derived again
             cache.clear()

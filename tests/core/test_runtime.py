@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
 from pytest_loopguard import Clock, Decision, Guard, ToolCall, ToolResult, Verdict, resolve_policy
@@ -423,3 +424,51 @@ def test_a_plugin_guard_calls_idle_hooks_and_decides_the_same() -> None:
             guard.end_turn()
     assert seen["plain"] == seen["plugged"]
     assert any(reasons for _action, reasons in seen["plain"])  # the sequence does meet the engines' rules
+
+
+class _PerRun(Engine):
+    """Idle at a turn's start unless the run's context asks for it: idle hooks may differ per run."""
+
+    name = "test_per_run"
+    version = "first"
+
+    def idle_hooks(self) -> frozenset[str]:
+        return frozenset() if self.run.trace_context.get("watch") else frozenset({"loopguard_turn_start"})
+
+    @hookimpl
+    def loopguard_turn_start(self, turn: Turn) -> Verdict:
+        return Verdict(self.name, "warn", f"test_per_run.{self.version}", "turn")
+
+
+def test_guards_of_one_policy_share_its_plan_but_not_per_run_answers() -> None:
+    # the per-policy plan (engine classes, the event table's layout) is reused, yet a run whose engine
+    # names other idle hooks gets its own table, and a class registered anew under the name is used
+    register_engine(_PerRun)
+    policy = Policy("per-run", {"test_per_run": EngineSettings()})
+    quiet, watched = Guard(policy), Guard(policy, context={"watch": True})
+    assert quiet.start_turn([CLICK]).action == "allow"
+    assert [v.reason for v in watched.start_turn([CLICK]).verdicts] == ["test_per_run.first"]
+    assert Guard(policy).start_turn([CLICK]).action == "allow"
+
+    class _Replaced(_PerRun):
+        version = "second"
+
+    register_engine(_Replaced)
+    try:
+        again = Guard(policy, context={"watch": True})
+        assert type(again.run.engines["test_per_run"]) is _Replaced
+        assert [v.reason for v in again.start_turn([CLICK]).verdicts] == ["test_per_run.second"]
+    finally:
+        register_engine(_PerRun)
+
+
+def test_settings_derived_once_are_shared_only_by_the_same_settings_object() -> None:
+    from pytest_loopguard.engines.loop_guard import LoopGuard
+
+    base = resolve_policy("default").engines["loop_guard"]
+    other = dataclasses.replace(base, poll_words=("STATUS",))
+    a, b = LoopGuard(base, Guard(resolve_policy("default")).run), LoopGuard(base, Guard(resolve_policy("roo")).run)
+    c = LoopGuard(other, a.run)
+    assert a._poll_words is b._poll_words  # one derived value for one settings object
+    assert c._poll_words == ("status",) and a._poll_words != c._poll_words
+
