@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Final, Literal, final, get_args, get_origin, get_type_hints
 
@@ -28,11 +30,14 @@ from .limits import MAX_EXTENDS, MAX_SETTING, MAX_SETTING_ITEMS
 from .safeload import parse_yaml, read_text
 from .tools import Classifier, ToolRule, parse_rules
 
-__all__ = ["ALIASES", "Policy", "coerce_settings", "corpus_root", "preset_names", "resolve_policy"]
+__all__ = ["ALIASES", "Policy", "coerce_settings", "corpus_root", "preset_names", "resolve_policy", "resolving_once"]
 
 ALIASES: Final[Mapping[str, str]] = types.MappingProxyType({"spacebot": "spacebot-worker"})
 _POLICY_KEYS: Final = frozenset({"preset", "extends", "name", "description", "tools", "source"})
 _ROOT_MARKERS: Final = ("pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg", ".git")
+# the package's own folder, as importlib.resources would name it for a package on disk (the only kind whose
+# presets can be globbed), without importing importlib.resources on every command's start-up
+_PRESETS_DIR: Final = Path(__file__).parent / "presets"
 
 
 @final
@@ -72,7 +77,7 @@ class Policy:
 
 
 def _presets_dir() -> Path:
-    return Path(str(resources.files("pytest_loopguard") / "presets"))
+    return _PRESETS_DIR
 
 
 def preset_names() -> list[str]:
@@ -83,14 +88,26 @@ def preset_names() -> list[str]:
 
 def _preset(name: Any) -> Policy:
     """A bundled preset (or alias) by name; a name is never a path."""
-    if not isinstance(name, str) or ALIASES.get(name, name) not in _bundled():
+    if not isinstance(name, str) or not _bundled(ALIASES.get(name, name)):
         raise PolicyError(f"unknown preset {brief(name)}; known presets: {', '.join(preset_names())}",
                           field="preset")
     return _build_preset(name, ())
 
 
-def _bundled() -> frozenset[str]:
-    return frozenset(p.stem for p in _presets_dir().glob("*.yaml"))
+# The presets each presets folder held when last listed. Listing the folder costs ~50 µs, paid per trace
+# file by a corpus run; a name found here is confirmed by one lstat, and a name not found lists the folder
+# again, so the answer is always the folder's current one (tests point the folder elsewhere and edit it).
+_listed: dict[Path, frozenset[str]] = {}
+
+
+def _bundled(name: str) -> bool:
+    """Whether the presets folder holds `name`.yaml (a name is never a path: only the folder's own entries)."""
+    folder = _presets_dir()
+    known = _listed.get(folder)
+    if known is not None and name in known and os.path.lexists(os.path.join(folder, f"{name}.yaml")):
+        return True
+    known = _listed[folder] = frozenset(p.stem for p in folder.glob("*.yaml"))
+    return name in known
 
 
 @functools.cache
@@ -108,8 +125,7 @@ def _build_preset(name: str, chain: tuple[str, ...]) -> Policy:
     if unknown:
         raise PolicyError(f"unknown key(s) {brief(sorted(map(str, unknown)))}", source=str(path))
     base_name = raw.get("extends")
-    if base_name is not None and (not isinstance(base_name, str) or ALIASES.get(base_name, base_name)
-                                  not in _bundled()):
+    if base_name is not None and (not isinstance(base_name, str) or not _bundled(ALIASES.get(base_name, base_name))):
         raise PolicyError(f"unknown preset {brief(base_name)}", field="extends", source=str(path))
     base = _build_preset(base_name, (*chain, canonical)) if base_name else Policy(name=canonical, engines={})
     engines_raw = raw.get("engines") or {}
@@ -184,6 +200,24 @@ def _policy_file(spec: str, base_dir: Path | None, root: Path | None) -> Path:
     raise PolicyError(f"policy file {brief(spec)} not found beside the trace ({base_dir}) or under {top}")
 
 
+# The policies resolved so far in a corpus run (`resolving_once`): None outside one.
+_resolved: ContextVar[dict[Any, Policy] | None] = ContextVar("loopguard_resolved_policies", default=None)
+
+
+@contextmanager
+def resolving_once(memo: dict[Any, Policy]) -> Iterator[None]:
+    """Within the block, a policy file or mapping that `memo` has seen resolves to the Policy it resolved to
+    then: a corpus run passes one memo for all its files, so a policy file every trace names is found and read
+    once per run, not twice per trace (the loader checks it, the replay uses it). The key is everything the
+    result depends on besides the file's text: the spec as written, the trace's folder and the corpus root.
+    Failures are not kept: each trace naming a bad policy gets its own error."""
+    token = _resolved.set(memo)
+    try:
+        yield
+    finally:
+        _resolved.reset(token)
+
+
 def resolve_policy(spec: Any = None, *, base_dir: Path | None = None, root: Path | None = None) -> Policy:
     """A Policy from None (the `default` preset), a preset name, a YAML path, a mapping or a Policy.
 
@@ -194,13 +228,26 @@ def resolve_policy(spec: Any = None, *, base_dir: Path | None = None, root: Path
         return _preset("default")
     if isinstance(spec, Policy):
         return spec
-    if isinstance(spec, str):
-        if spec.endswith((".yaml", ".yml")):
-            path = _policy_file(spec, base_dir, root)
-            raw = _read_mapping(path, "a policy file")
-            return _from_mapping(raw, source=str(path), default_name=path.stem)
+    if isinstance(spec, str) and not spec.endswith((".yaml", ".yml")):
         policy = _preset(spec)
         return policy if spec == policy.name else dataclasses.replace(policy, name=spec)
+    memo = _resolved.get()
+    if memo is None:
+        return _resolve(spec, base_dir, root)
+    # a mapping is keyed by its repr: equal text means equal keys, values and types (1, 1.0 and true differ)
+    key = (spec if isinstance(spec, str) else repr(spec), base_dir, root)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _resolve(spec, base_dir, root)
+    return found
+
+
+def _resolve(spec: Any, base_dir: Path | None, root: Path | None) -> Policy:
+    """A policy file's or a mapping's Policy."""
+    if isinstance(spec, str):
+        path = _policy_file(spec, base_dir, root)
+        raw = _read_mapping(path, "a policy file")
+        return _from_mapping(raw, source=str(path), default_name=path.stem)
     if isinstance(spec, Mapping):
         return _from_mapping(spec, source=None, default_name=None)
     raise PolicyError(f"expected a preset name, a policy file, a mapping or a Policy, got {type(spec).__name__}")

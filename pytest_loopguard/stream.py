@@ -26,10 +26,11 @@ from .expect import Mismatch, check, check_reached, check_run
 from .faststep import step_from_line
 from .limits import MAX_FILE_BYTES
 from .model import ReplayResult, Step, StepResult, ToolCall, Trace
-from .policy import Policy
+from .policy import Policy, resolving_once
 from .replay import Replayer, policy_for, turn_plan
 from .runner import execute, load_file
-from .traceio import iter_trace_files, loads
+from .safeload import parse_json
+from .traceio import iter_trace_files, loads, trace_from_mapping
 
 __all__ = ["StreamedRun", "replay_jsonl", "run_paths"]
 
@@ -123,6 +124,15 @@ def _header(rows: Iterator[tuple[int, str, bool]], path: str) -> Trace:
     if first is None:
         raise TraceError("the file holds no trace (expected a header line)", file=path, line=1)
     lineno, text, _last = first
+    # the common header, a mapping the loader takes as it is, is built from its JSON as the loader builds
+    # it (without a step-less whole-file load around it); anything else goes through the loader
+    if "loopguard" in text:
+        try:
+            raw = parse_json(text, path, lineno)
+            if isinstance(raw, Mapping) and "loopguard" in raw and "steps" not in raw:
+                return trace_from_mapping({**raw, "steps": []}, path=path)
+        except TraceError:
+            pass
     return loads("\n" * (lineno - 1) + text, fmt="jsonl", path=path)[0]
 
 
@@ -262,6 +272,7 @@ def run_paths(
     a trace at all is skipped (appended to `skipped` when given), and a file named in `paths` must be one.
     `stream=False` loads JSONL files too, for callers that need every step's result (coverage, reports)."""
     seen: dict[str, str] = {}
+    resolved: dict[Any, Policy] = {}  # the policy files and mappings the traces name, each resolved once per run
     for raw in paths:
         in_folder = Path(raw).is_dir()
         for f in iter_trace_files([raw]):
@@ -269,8 +280,9 @@ def run_paths(
                 yield TraceError("no such file or folder", file=str(f))
                 continue
             try:
-                streamed = replay_jsonl(f, policy) if stream and f.suffix.lower() == ".jsonl" else None
-                loaded = [streamed.result.trace] if streamed is not None else load_file(f)
+                with resolving_once(resolved):  # entered per file: never open while the caller has the item
+                    streamed = replay_jsonl(f, policy) if stream and f.suffix.lower() == ".jsonl" else None
+                    loaded = [streamed.result.trace] if streamed is not None else load_file(f)
             except NotATraceError as exc:
                 if not in_folder:
                     yield exc
@@ -290,7 +302,8 @@ def run_paths(
                     yield streamed.result, streamed.mismatches
                     continue
                 try:
-                    result = execute(trace, policy)
+                    with resolving_once(resolved):
+                        result = execute(trace, policy)
                 except LoopguardError as exc:  # e.g. a scenario the simulators reject: a bad input like a load error
                     yield exc.located(file=trace.path) if isinstance(exc, TraceError) else TraceError(
                         str(exc), file=trace.path)

@@ -278,3 +278,29 @@ def test_gemini_2026_06_differs_from_gemini_cli_only_in_cycle_lengths() -> None:
     old = resolve_policy("gemini-cli-2026-06").settings("stuck_detector")
     assert (new.cycle_lengths, old.cycle_lengths) == ((1, 2, 3, 4, 5), (1,))
     assert dataclasses.replace(old, cycle_lengths=new.cycle_lengths) == new
+
+
+# ---- the presets folder is read as it is now, though its listing is kept between look-ups ---------------------
+def test_a_preset_added_or_removed_after_a_look_up_is_seen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_loopguard import policy as policy_module
+
+    monkeypatch.setattr(policy_module, "_presets_dir", lambda: tmp_path)
+    monkeypatch.setattr(policy_module, "_listed", {})
+    policy_module._build_preset.cache_clear()
+    try:
+        write(tmp_path / "a.yaml", "engines: {loop_guard: {warn_at: 3}}\n")
+        assert resolve_policy("a").settings("loop_guard").warn_at == 3
+        with pytest.raises(PolicyError, match="unknown preset 'b'; known presets: a, spacebot"):
+            resolve_policy("b")
+        write(tmp_path / "b.yaml", "extends: a\nengines: {}\n")  # listed after `a` was: found all the same
+        assert resolve_policy("b").settings("loop_guard").warn_at == 3
+        (tmp_path / "a.yaml").unlink()  # a listed preset gone: unknown, though its policy was built
+        with pytest.raises(PolicyError, match="unknown preset 'a'; known presets: b, spacebot"):
+            resolve_policy("a")
+        (tmp_path / "sub").mkdir()
+        write(tmp_path / "sub" / "c.yaml", "engines: {}\n")
+        for path_like in ("sub/c", "../" + tmp_path.name + "/b", ""):  # a name is never a path
+            with pytest.raises(PolicyError, match="unknown preset"):
+                resolve_policy(path_like)
+    finally:
+        policy_module._build_preset.cache_clear()

@@ -112,3 +112,76 @@ def test_a_policy_file_name_too_long_for_the_file_system_is_not_found(repo: Path
     trace = write(repo / "x.yaml", TRACE.format(policy="k" * 5000 + ".yaml"))
     with pytest.raises(TraceError, match="not found"):
         load(trace)
+
+
+# ---- a corpus run resolves each policy file and mapping once (`resolving_once`) ---------------------------------
+def test_within_a_run_a_policy_file_is_read_once_and_outside_as_it_is_now(repo: Path) -> None:
+    from pytest_loopguard.policy import resolving_once
+
+    strict = repo / "policies" / "strict.yaml"
+    base = repo / "traces"
+    memo: dict[object, object] = {}
+    with resolving_once(memo):  # type: ignore[arg-type]
+        first = resolve_policy("policies/strict.yaml", base_dir=base)
+        write(strict, "preset: default\nloop_guard: {warn_at: 5}\n")
+        assert resolve_policy("policies/strict.yaml", base_dir=base) is first  # kept for the run
+        assert first.settings("loop_guard").warn_at == 2
+    assert resolve_policy("policies/strict.yaml", base_dir=base).settings("loop_guard").warn_at == 5
+    with resolving_once(memo):  # type: ignore[arg-type]
+        assert resolve_policy("policies/strict.yaml", base_dir=base) is first  # the memo is the run's
+
+
+def test_the_memo_keys_on_the_folder_the_root_and_the_mappings_types(repo: Path) -> None:
+    from pytest_loopguard.policy import resolving_once
+
+    write(repo / "a" / "p.yaml", "preset: default\nloop_guard: {warn_at: 3}\n")
+    write(repo / "b" / "p.yaml", "preset: default\nloop_guard: {warn_at: 4}\n")
+    with resolving_once({}):
+        assert resolve_policy("p.yaml", base_dir=repo / "a").settings("loop_guard").warn_at == 3
+        assert resolve_policy("p.yaml", base_dir=repo / "b").settings("loop_guard").warn_at == 4
+        with pytest.raises(PolicyError, match="not found"):  # the same folder, a root that does not hold it
+            resolve_policy("p.yaml", base_dir=repo / "c", root=repo / "c")
+        assert resolve_policy({"loop_guard": {"warn_at": 2}}).settings("loop_guard").warn_at == 2
+        for other in (2.0, True, "2"):  # equal to 2 in Python, or printed alike: each is its own spec
+            with pytest.raises(PolicyError, match="expected int"):
+                resolve_policy({"loop_guard": {"warn_at": other}})
+
+
+def test_a_failure_is_not_kept(repo: Path) -> None:
+    from pytest_loopguard.policy import resolving_once
+
+    with resolving_once({}):
+        with pytest.raises(PolicyError, match="not found"):
+            resolve_policy("late.yaml", base_dir=repo)
+        write(repo / "late.yaml", "preset: default\nloop_guard: {warn_at: 6}\n")
+        assert resolve_policy("late.yaml", base_dir=repo).settings("loop_guard").warn_at == 6
+
+
+def test_run_paths_reads_a_shared_policy_file_once_with_the_same_results(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_loopguard import policy as policy_module
+    from pytest_loopguard.replay import replay
+    from pytest_loopguard.stream import run_paths
+    from pytest_loopguard.traceio import validate_paths
+
+    calls = '{"tool": "read_file", "args": {"path": "a"}}\n' * 4
+    for i in range(3):
+        write(repo / "traces" / f"t{i}.jsonl", f'{{"loopguard": 1, "name": "t{i}", "policy": "policies/strict.yaml"}}\n'
+              + calls)
+        write(repo / "traces" / f"y{i}.yaml", TRACE.format(policy="policies/strict.yaml").replace("t\n", f"y{i}\n", 1))
+    traces, errors = validate_paths([repo / "traces"])
+    assert not errors
+    alone = sorted((t.name, r.policy, r.counts()) for t in traces for r in [replay(t)])  # no memo: each its own
+    reads: list[Path] = []
+    original = policy_module._read_mapping
+
+    def counted(path: Path, what: str) -> object:
+        reads.append(path)
+        return original(path, what)
+
+    monkeypatch.setattr(policy_module, "_read_mapping", counted)
+    for stream in (True, False):  # JSONL streamed, or loaded and replayed like the YAML files
+        reads.clear()
+        together = sorted((r.trace.name, r.policy, r.counts()) for r, _ in run_paths([repo / "traces"], stream=stream))
+        assert together == alone and len(together) == 6
+        assert reads == [repo / "policies" / "strict.yaml"]  # once for the run, not twice per trace

@@ -3,6 +3,8 @@ with the file read line by line, bad lines named by their line, and a torn last 
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import random
 from pathlib import Path
 
@@ -140,3 +142,56 @@ def test_lines_after_the_run_stopped_are_still_checked(tmp_path: Path) -> None:
     with pytest.raises(TraceError) as after_stop:
         replay_jsonl(path)
     assert str(after_stop.value) == str(loaded.value) and f":{len(trace.steps) + 2}:" in str(after_stop.value)
+
+
+HOSTILE_HEADERS = [
+    '{"loopguard": 1, "name": "h", "policy": "roo", "task": {"objective": "fix it"}, "tags": ["a"]}',
+    '{"loopguard": 1, "name": "h", "steps": []}',  # a JSONL header carries no steps
+    '{"loop\\u0067uard": 1, "name": "h"}',  # the key only once decoded: the loader's text scan says no trace
+    '{"loopguard": 1, "name": "h", "policy": "nosuch"}',
+    '{"loopguard": 1, "name": "a::b"}',
+    '{"loopguard": true, "name": "h"}',
+    '{"loopguard": 1, "name": "h", "colour": "red"}',
+    '{"loopguard": 1, "name": "h", "context": {"window_tokens": 0}}',
+    '{"loopguard": 1, "name": "h", "mode": "simulate"}',
+    '{"loopguard": 1, "name": "h",',
+    '["loopguard"]',
+    '{"name": "h"}',
+    '{"loopguard": 1, "name": "h", "name": "twice"}',
+    '{"loopguard": 1, "name": "h", "n": 1e999}',
+]
+
+
+def _fields(trace: Trace) -> dict[str, object]:
+    return {f.name: getattr(trace, f.name) for f in dataclasses.fields(trace)}  # a Trace compares by identity
+
+
+def _header_or_error(read: object) -> object:
+    try:
+        return _fields(read())  # type: ignore[operator]
+    except TraceError as exc:
+        return (type(exc).__name__, str(exc))
+
+
+@pytest.mark.parametrize("text", HOSTILE_HEADERS)
+def test_the_header_read_by_a_stream_is_the_loaders_header(tmp_path: Path, text: str) -> None:
+    from pytest_loopguard import stream
+    from pytest_loopguard.traceio import loads
+
+    path = str(tmp_path / "h.jsonl")
+    for lead in ("", "\n  \n"):  # a header after blank lines keeps its line number in errors
+        rows = iter([(lead.count("\n") + 1, text, True)])
+        got = _header_or_error(functools.partial(stream._header, rows, path))
+        assert got == _header_or_error(lambda whole=lead + text: loads(whole, fmt="jsonl", path=path)[0])
+
+
+def test_every_corpus_header_streams_as_loaded(tmp_path: Path) -> None:
+    from pytest_loopguard import stream
+
+    for trace in CORPUS:
+        path = tmp_path / f"{trace.name}.jsonl"
+        dump(trace, path)
+        with path.open("rb") as handle:
+            header = stream._header(stream._rows(handle, str(path)), str(path))
+        loaded = load_file(path)[0]
+        assert _fields(header) == _fields(dataclasses.replace(loaded, steps=())), trace.name
