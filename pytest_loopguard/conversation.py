@@ -87,14 +87,30 @@ class Entry:
 class Deferred:
     """Messages recorded but not yet built: the Guard notes what it needs in a cheap record per event, and
     the entries are built (in order, into every list that keeps them) when the view or the transcript is
-    next read. Building is deterministic from immutable inputs, so a late entry equals an eager one."""
+    next read. Building is deterministic from immutable inputs, so a late entry equals an eager one.
 
-    __slots__ = ("_render", "records", "sinks")
+    `describe(record)` gives a record's role and tool, and `measure(record, view)` its tokens as the view
+    would count its entry (negated when they were counted from its text, which the view then keeps), so
+    the view can answer its size, its token total and which tool results it holds without building
+    entries (what the dedup and context engines ask before every model call)."""
 
-    def __init__(self, render: Callable[[object], Entry]) -> None:
+    __slots__ = ("_render", "describe", "measure", "records", "sinks")
+
+    def __init__(
+        self,
+        render: Callable[[object], Entry],
+        describe: Callable[[object], tuple[Role, str | None]],
+        measure: Callable[[object, PromptView], int],
+    ) -> None:
         self._render = render
+        self.describe = describe
+        self.measure = measure
         self.records: list[object] = []
         self.sinks: list[EntryList] = []  # the view (and the transcript) the entries go to
+
+    def render(self, record: object) -> Entry:
+        """The entry of one record."""
+        return self._render(record)
 
     def flush(self) -> None:
         render = self._render
@@ -148,10 +164,12 @@ class PromptView(EntryList):
 
     Rewrite it only through `append`, `replace` (one entry) and `replace_entries` (all of them): the
     view keeps a running token total over those, so asking for `tokens()` between model calls costs
-    only the entries appended since the last question.
+    only the entries appended since the last question. `size`, `tokens` and `tool_results` read entries
+    the Guard recorded but has not built (`Deferred`) without building them.
     """
 
-    __slots__ = ("_counts", "_total", "_totalled", "count_tokens", "window_tokens")
+    __slots__ = ("_counts", "_pending", "_pending_counts", "_pending_total", "_total", "_totalled", "count_tokens",
+                 "window_tokens")
 
     def __init__(self, count_tokens: Callable[[str], int] = chars_over_four, window_tokens: int = 0) -> None:
         super().__init__()
@@ -160,6 +178,9 @@ class PromptView(EntryList):
         self._counts: dict[int, int] = {}  # id(entry) -> tokens; entries are immutable, so this stays true
         self._total = 0  # tokens of entries[:_totalled]
         self._totalled = 0
+        self._pending = 0  # how many of the deferred records `_pending_total` counts (a prefix of them)
+        self._pending_total = 0
+        self._pending_counts: dict[int, int] = {}  # record index -> tokens, for records whose text was counted
 
     def entry_tokens(self, entry: Entry) -> int:
         if entry.tokens is not None:
@@ -171,9 +192,33 @@ class PromptView(EntryList):
             self._counts[key] = n
         return n
 
+    def size(self) -> int:
+        """How many entries the view holds, built or only recorded (`len(view)` without building any)."""
+        deferred = self.deferred
+        return len(self._entries) + (len(deferred.records) if deferred is not None else 0)
+
+    def tool_results(self, start: int, tools: frozenset[str]) -> list[tuple[int, str]]:
+        """(index, tool) of each result of one of `tools` at `start` or later, in order (builds nothing)."""
+        entries = self._entries
+        built = len(entries)
+        out: list[tuple[int, str]] = []
+        for i in range(start, built):
+            entry = entries[i]
+            tool = entry.tool
+            if tool is not None and tool in tools and entry.role == "tool":
+                out.append((i, tool))
+        deferred = self.deferred
+        if deferred is not None and deferred.records:
+            describe = deferred.describe
+            for k, record in enumerate(deferred.records[max(0, start - built):], max(start, built)):
+                role, tool = describe(record)
+                if tool is not None and tool in tools and role == "tool":
+                    out.append((k, tool))
+        return out
+
     def tokens(self) -> int:
         """Tokens of the whole view (counts only the entries appended since the last call)."""
-        entries = self.entries
+        entries = self._entries
         n = len(entries)
         if n < self._totalled:  # the list was cut behind our back: start over rather than be wrong
             self._total = self._totalled = 0
@@ -185,10 +230,63 @@ class PromptView(EntryList):
             total += given if given is not None else entry_tokens(entry)
         self._total = total
         self._totalled = n
+        deferred = self.deferred
+        if deferred is not None and deferred.records:
+            # recorded entries are counted from their records (the same count as their entries'), once each
+            records = deferred.records
+            pending = self._pending_total
+            measure = deferred.measure
+            counted = self._pending_counts
+            for k in range(self._pending, len(records)):
+                n = measure(records[k], self)
+                if n < 0:  # its text was counted (as -n): kept for its entry, so nothing is counted twice
+                    n = counted[k] = -n
+                pending += n
+            self._pending = len(records)
+            self._pending_total = pending
+            total += pending
         return total
+
+    def entries_built(self, built: list[Entry]) -> None:
+        # the records counted so far are the first entries built: their count joins the running total
+        if self._pending and self._totalled == len(self._entries):
+            self._total += self._pending_total
+            self._totalled += self._pending
+        if self._pending_counts:
+            counts = self._counts
+            for k, n in self._pending_counts.items():
+                counts[id(built[k])] = n
+            self._pending_counts = {}
+        self._pending = self._pending_total = 0
+        self._entries.extend(built)
+
+    def entry_at(self, index: int) -> Entry:
+        """The entry at `index`; one only recorded is built for the asking, not kept (entries are values)."""
+        built = len(self._entries)
+        deferred = self.deferred
+        if index < built or deferred is None or index < 0:
+            return self.entries[index]
+        return deferred.render(deferred.records[index - built])
 
     def replace(self, index: int, entry: Entry) -> None:
         """Swap one entry (a dedup placeholder) keeping the running total right."""
+        built = len(self._entries)
+        deferred = self.deferred
+        if index >= built and deferred is not None and deferred.sinks == [self]:
+            # an entry only recorded is swapped in the records (an entry records itself): the other records
+            # stay unbuilt. Not when the transcript shares the records: it keeps the original.
+            k = index - built
+            records = deferred.records
+            old_record = records[k]
+            records[k] = entry
+            if k < self._pending:
+                old_tokens = self._pending_counts.pop(k, None)
+                if old_tokens is None:
+                    old_tokens = abs(deferred.measure(old_record, self))
+                self._pending_total += self.entry_tokens(entry) - old_tokens
+            if old_record is not entry:
+                self._counts.pop(id(old_record), None)
+            return
         old = self.entries[index]
         self.entries[index] = entry
         if index < self._totalled:

@@ -10,12 +10,15 @@ known keys, and each field's type and range.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import json.scanner
 import math
+from collections.abc import Callable
 from typing import Any, Final
 
 from .errors import TraceError
-from .fingerprint import canonical_json
+from .fingerprint import canonical_json, flat_canonical_json
 from .limits import MAX_INT, MAX_SETTING, MAX_STRING
 from .model import LLMCall, Step, StepExpect, StepSource, ToolCall, ToolResult
 from .safeload import parse_json, plain_value
@@ -28,8 +31,11 @@ def _no_constant(name: str) -> Any:
     raise ValueError(name)  # NaN/Infinity: the full checker words the refusal
 
 
-# one decoder for every line (json.loads builds a new one per call when given parse_constant)
-_DECODE: Final = json.JSONDecoder(parse_constant=_no_constant).decode
+# one scanner for every line: JSONDecoder.decode adds two regex matches and a call around it, and
+# json.loads builds a new decoder per call when given parse_constant
+_make_scanner: Any = json.scanner.make_scanner  # typeshed types it as a class taking itself
+_SCAN: Final[Callable[[str, int], tuple[Any, int]]] = _make_scanner(json.JSONDecoder(parse_constant=_no_constant))
+_JSON_SPACE: Final = " \t\n\r"  # JSON's whitespace (str.isspace takes more)
 _TOOL_KEYS: Final = frozenset({"tool", "args", "result", "t"})
 _LLM_STEP_KEYS: Final = frozenset({"llm", "t"})
 _RESULT_KEYS: Final = frozenset({"ok", "text", "error", "tokens", "bytes", "changed", "exit_code"})
@@ -70,9 +76,12 @@ def _fast(text: str, index: int) -> Step | dict[str, Any] | None:
     if len(text) > MAX_STRING:
         return None
     try:
-        # the C decoder guards its own recursion (RecursionError, never a crash); too deep input falls back
-        raw = _DECODE(text)
-    except (ValueError, RecursionError):
+        # the C decoder guards its own recursion (RecursionError, never a crash); too deep input falls back,
+        # and so does a line not starting with its value (StopIteration: leading space, or no value at all)
+        raw, end = _SCAN(text, 0)
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    if end != len(text) and text[end:].strip(_JSON_SPACE):  # extra data after the value
         return None
     if type(raw) is not dict:
         return None
@@ -135,7 +144,8 @@ def _common(raw: dict[str, Any], own: frozenset[str], index: int) -> _Common | N
 
 
 def _tool(raw: dict[str, Any], index: int) -> Step | None:
-    if (common := _common(raw, _TOOL_KEYS, index)) is None:
+    common = _NONE if _TOOL_KEYS.issuperset(raw) else _common(raw, _TOOL_KEYS, index)
+    if common is None:
         return None
     tool = raw["tool"]
     t = raw.get("t")
@@ -145,67 +155,75 @@ def _tool(raw: dict[str, Any], index: int) -> Step | None:
     args = raw.get("args")
     if args is None:
         args = {}
-    elif type(args) is not dict or not _plain_args(args):
+        canonical = "{}"
+    elif type(args) is not dict:
         return None
+    else:
+        flat = _flat_args(args)
+        if flat is None:
+            return None
+        # flat arguments are written as they are (their keys are strings: they were JSON keys)
+        canonical = flat_canonical_json(args) if flat else canonical_json(args)
     result = None
     r = raw.get("result")
     if r is not None and (result := _result(r)) is None:
         return None
-    # positional: the step's fields in declaration order (index, kind, call, result, llm, phase, message,
-    # done, expect, t, line, extensions, rejected, agent, source); keywords cost a dict per step
-    call = ToolCall(tool, args, canonical_json(args))
-    return Step(index, "tool", call, result, None, None, None, None, common.expect, t, None, common.extensions or {},
-                None, common.agent, common.source)
+    return _new_step(index, "tool", ToolCall(tool, args, canonical), result, None, common.expect, t,
+                     common.extensions or {}, common.agent, common.source)
 
 
-def _plain_args(args: dict[str, Any]) -> bool:
+def _flat_args(args: dict[str, Any]) -> bool | None:
+    """True when every argument is a plain scalar (str, int, bool, null: canonical JSON writes them as they
+    are), False when some are floats, lists or mappings within bounds, None when one is out of bounds."""
+    flat = True
     for value in args.values():
         kind = type(value)
         if kind is str or kind is bool or value is None:
             continue
         if kind is int:
             if not -MAX_INT <= value <= MAX_INT:
-                return False
-        elif kind is float:
+                return None
+            continue
+        flat = False
+        if kind is float:
             if not math.isfinite(value):
-                return False
+                return None
         elif not plain_value(value, 3):  # a list or mapping inside the arguments (args is depth 2)
-            return False
-    return True
-
-
-def _count(value: Any) -> bool:
-    """A token or byte count as the loader takes it without conversion: absent, or an integer in range."""
-    return value is None or (type(value) is int and 0 <= value <= MAX_SETTING)
+            return None
+    return flat
 
 
 def _result(r: Any) -> ToolResult | None:
     if type(r) is not dict or not _RESULT_KEYS.issuperset(r):
         return None
     error = r.get("error")
-    if error is not None and type(error) is not str:
-        return None
     code = r.get("exit_code")
-    if code is not None and (type(code) is not int or not -MAX_INT <= code <= MAX_INT):
-        return None
-    if "ok" in r:
-        ok = r["ok"]
-        if type(ok) is not bool or (ok and error is not None):
-            return None
-    else:
-        ok = error is None and not code
     text = r.get("text")
-    if text is not None and type(text) is not str:
-        return None
-    tokens, size = r.get("tokens"), r.get("bytes")
+    tokens = r.get("tokens")
+    size = r.get("bytes")
     changed = r.get("changed", False)
-    if not (_count(tokens) and _count(size)) or type(changed) is not bool:
+    if (error is not None and type(error) is not str) or (text is not None and type(text) is not str) or (
+            code is not None and (type(code) is not int or not -MAX_INT <= code <= MAX_INT)) or (
+            type(changed) is not bool):
         return None
-    return ToolResult(ok, text, error, tokens, size, changed, code)
+    # token and byte counts as the loader takes them without conversion: absent, or an integer within
+    # [0, MAX_SETTING] (inline: this runs for most lines)
+    if (tokens is not None and (type(tokens) is not int or not 0 <= tokens <= MAX_SETTING)) or (
+            size is not None and (type(size) is not int or not 0 <= size <= MAX_SETTING)):
+        return None
+    ok = r.get("ok")
+    if ok is None:
+        if "ok" in r:  # `ok: null` is not a boolean: the loader words that
+            return None
+        ok = error is None and not code
+    elif type(ok) is not bool or (ok and error is not None):
+        return None
+    return _new_result(ok, text, error, tokens, size, changed, code)
 
 
 def _llm_step(raw: dict[str, Any], index: int) -> Step | None:
-    if (common := _common(raw, _LLM_STEP_KEYS, index)) is None:
+    common = _NONE if _LLM_STEP_KEYS.issuperset(raw) else _common(raw, _LLM_STEP_KEYS, index)
+    if common is None:
         return None
     t = raw.get("t")
     m = raw["llm"]
@@ -216,8 +234,117 @@ def _llm_step(raw: dict[str, Any], index: int) -> Step | None:
         return None
     input_tokens, output_tokens = m.get("input_tokens"), m.get("output_tokens")
     error, text = m.get("error"), m.get("text")
-    if not (_count(input_tokens) and _count(output_tokens)) or (error is not None and type(error) is not str) or (
-            text is not None and type(text) is not str):
+    # counts inline, as in _result
+    if (input_tokens is not None and (type(input_tokens) is not int or not 0 <= input_tokens <= MAX_SETTING)) or (
+            output_tokens is not None and (type(output_tokens) is not int or not 0 <= output_tokens <= MAX_SETTING)
+    ) or (error is not None and type(error) is not str) or (text is not None and type(text) is not str):
         return None
-    return Step(index, "llm", None, None, LLMCall(input_tokens, output_tokens, error, text), None, None, None,
-                common.expect, t, None, common.extensions or {}, None, common.agent, common.source)
+    return _new_step(index, "llm", None, None, _new_llm(input_tokens, output_tokens, error, text), common.expect, t,
+                     common.extensions or {}, common.agent, common.source)
+
+
+# ---- building the frozen model objects ------------------------------------------------------------------
+# A frozen dataclass's __init__ sets each field through object.__setattr__ (a global look-up, an attribute
+# look-up and a call per field: 1.4 µs for a Step). The values here are already checked, so each object is
+# built as a plain twin with the same slots (ordinary attribute stores), then made the model class by
+# assigning __class__: CPython allows that between classes of identical layout, and the result is the
+# frozen class through and through. The field lists are checked against the model at import, so a field
+# added there cannot be left unset here (tests/core/test_faststep.py compares every field, too). A compiled
+# model (the optional mypyc build) has native classes, which have no slots to share: their own constructors
+# build them, and are fast there.
+_STEP_FIELDS: Final = ("index", "kind", "call", "result", "llm", "phase", "message", "done", "expect", "t", "line",
+                       "extensions", "rejected", "agent", "source")
+_RESULT_FIELDS: Final = ("ok", "text", "error", "tokens", "bytes", "changed", "exit_code")
+_LLM_FIELDS: Final = ("input_tokens", "output_tokens", "error", "text")
+
+
+def _twinnable(cls: type, names: tuple[str, ...]) -> bool:
+    """Whether `cls` has exactly the slots `names` (False: a compiled class); its fields must be `names`."""
+    fields = tuple(f.name for f in dataclasses.fields(cls))
+    if fields != names:  # a model change: the builders below must set the new field too
+        raise RuntimeError(f"faststep builds {cls.__name__} with fields {names}, the model has {fields}")
+    return getattr(cls, "__slots__", None) == names
+
+
+class _StepTwin:
+    __slots__ = _STEP_FIELDS
+
+    def __init__(self, index: int, kind: str, call: ToolCall | None, result: ToolResult | None,
+                 llm: LLMCall | None, expect: StepExpect | None, t: int | None, extensions: dict[str, Any],
+                 agent: str | None, source: StepSource | None) -> None:
+        self.index = index
+        self.kind = kind
+        self.call = call
+        self.result = result
+        self.llm = llm
+        self.phase = None
+        self.message = None
+        self.done = None
+        self.expect = expect
+        self.t = t
+        self.line = None
+        self.extensions = extensions
+        self.rejected = None
+        self.agent = agent
+        self.source = source
+
+
+class _ResultTwin:
+    __slots__ = _RESULT_FIELDS
+
+    def __init__(self, ok: bool, text: str | None, error: str | None, tokens: int | None, size: int | None,
+                 changed: bool, code: int | None) -> None:
+        self.ok = ok
+        self.text = text
+        self.error = error
+        self.tokens = tokens
+        self.bytes = size
+        self.changed = changed
+        self.exit_code = code
+
+
+class _LLMTwin:
+    __slots__ = _LLM_FIELDS
+
+    def __init__(self, input_tokens: int | None, output_tokens: int | None, error: str | None,
+                 text: str | None) -> None:
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.error = error
+        self.text = text
+
+
+def _twin_step(index: int, kind: str, call: ToolCall | None, result: ToolResult | None, llm: LLMCall | None,
+               expect: StepExpect | None, t: int | None, extensions: dict[str, Any], agent: str | None,
+               source: StepSource | None) -> Step:
+    """A tool or llm step (no phase, message, done, rejected or line), as `Step(...)` makes it."""
+    step: Any = _StepTwin(index, kind, call, result, llm, expect, t, extensions, agent, source)
+    step.__class__ = Step
+    return step  # type: ignore[no-any-return]
+
+
+def _twin_result(ok: bool, text: str | None, error: str | None, tokens: int | None, size: int | None,
+                 changed: bool, code: int | None) -> ToolResult:
+    result: Any = _ResultTwin(ok, text, error, tokens, size, changed, code)
+    result.__class__ = ToolResult
+    return result  # type: ignore[no-any-return]
+
+
+def _twin_llm(input_tokens: int | None, output_tokens: int | None, error: str | None, text: str | None) -> LLMCall:
+    llm: Any = _LLMTwin(input_tokens, output_tokens, error, text)
+    llm.__class__ = LLMCall
+    return llm  # type: ignore[no-any-return]
+
+
+def _built_step(index: int, kind: str, call: ToolCall | None, result: ToolResult | None, llm: LLMCall | None,
+                expect: StepExpect | None, t: int | None, extensions: dict[str, Any], agent: str | None,
+                source: StepSource | None) -> Step:
+    return Step(index, kind, call, result, llm, None, None, None, expect, t, None, extensions,  # type: ignore[arg-type]
+                None, agent, source)
+
+
+_TWINS: Final = all([_twinnable(Step, _STEP_FIELDS), _twinnable(ToolResult, _RESULT_FIELDS),
+                     _twinnable(LLMCall, _LLM_FIELDS)])
+_new_step: Final = _twin_step if _TWINS else _built_step
+_new_result: Final[Callable[..., ToolResult]] = _twin_result if _TWINS else ToolResult
+_new_llm: Final[Callable[..., LLMCall]] = _twin_llm if _TWINS else LLMCall

@@ -20,8 +20,9 @@ from typing import Any, Final, cast, final
 import pluggy
 
 from . import hookspecs
-from .conversation import Deferred, Entry, PromptView, chars_over_four
+from .conversation import Deferred, Entry, PromptView, Role, chars_over_four
 from .engines import Engine, registry
+from .engines.base import registry_version
 from .model import Action, Done, LLMCall, Message, Rejected, Task, ToolCall, ToolResult, Verdict, combine
 from .policy import Policy
 from .runcontext import Clock, RunContext, Turn
@@ -138,31 +139,87 @@ def _picks(args: Sequence[str], spec: tuple[str, ...]) -> Picks:
     return None if tuple(args) == spec else tuple(spec.index(a) for a in args)
 
 
+def _how(picks: Picks) -> int:
+    """How an implementation taking `picks` of the event's arguments is called (`_ALL` for a wrapper)."""
+    if picks is None:
+        return _ALL
+    if picks == (0,):
+        return _FIRST
+    if picks == (1,):
+        return _SECOND
+    if not picks:
+        return _NONE
+    return _ALL
+
+
 def _impl(method: Fn, picks: Picks) -> Impl:
     """`method` with how to call it given the event's arguments in the contract's order (positionally)."""
-    if picks is None:
-        return method, _ALL
-    if picks == (0,):
-        return method, _FIRST
-    if picks == (1,):
-        return method, _SECOND
-    if not picks:
-        return method, _NONE
-    return (lambda *a: method(*[a[k] for k in picks])), _ALL
+    how = _how(picks)
+    if how == _ALL and picks is not None:  # another shape: a wrapper that picks its arguments
+        return (lambda *a: method(*[a[k] for k in picks])), _ALL
+    return method, how
 
 
-def _direct_events(engines: Sequence[Engine]) -> Events | None:
-    """Per event, the engines' bound implementations in policy order; None when pluggy is needed."""
-    table: dict[str, list[Impl]] = {name: [] for name in _EVENT_ARGS}
-    for engine in engines:
+Layout = dict[str, tuple[tuple[int, int, Picks], ...]]  # per event: (engine index, how, picks) in policy order
+
+
+def _layout(engines: Sequence[Engine]) -> Layout | None:
+    """Per event, which engines implement it and how they are called; None when pluggy is needed."""
+    table: dict[str, list[tuple[int, int, Picks]]] = {name: [] for name in _EVENT_ARGS}
+    for i, engine in enumerate(engines):
         impls = _class_impls(type(engine))
         if impls is None:
             return None
         idle = engine.idle_hooks()
         for name, picks in impls.items():
             if name not in idle:
-                table[name].append(_impl(getattr(engine, name), picks))
+                how = _how(picks)
+                table[name].append((i, how, picks if how == _ALL and picks is not None else None))
     return {name: tuple(fns) for name, fns in table.items()}
+
+
+_NO_EVENTS: Final[Events] = {name: () for name in _EVENT_ARGS}
+
+
+def _direct_events(engines: Sequence[Engine], layout: Layout) -> Events:
+    """Per event, the engines' bound implementations in policy order, as `layout` places them."""
+    events = _NO_EVENTS.copy()  # most events have no implementation: they keep the shared empty tuple
+    for name, fns in layout.items():
+        if fns:
+            events[name] = tuple([(getattr(engines[i], name), how) if picks is None
+                                  else _impl(getattr(engines[i], name), picks) for i, how, picks in fns])
+    return events
+
+
+@final
+class _Plan:
+    """What every Guard of one policy builds alike, worked out once per policy: the engine classes with their
+    settings, whether the view is kept, and the event table's layout per set of idle hooks."""
+
+    __slots__ = ("engines", "layouts", "policy", "version", "viewless")
+
+    def __init__(self, policy: Policy) -> None:
+        known = registry()
+        self.policy = policy  # held so the `id` it is cached under stays this policy's
+        self.version = registry_version()  # the registry as read (its first read registers the built-ins)
+        self.engines = tuple((known[name], settings) for name, settings in policy.engines.items())
+        self.viewless = all(cls.name in _VIEWLESS for cls, _ in self.engines)
+        # idle hooks come from each engine's settings; an engine may also decide per run, so the layout is
+        # kept per combination the runs answered (one, for every built-in engine)
+        self.layouts: dict[tuple[frozenset[str], ...], Layout | None] = {}
+
+
+_PLANS: dict[int, _Plan] = {}
+_MAX_PLANS: Final = 64  # policies in use at once (a matrix, an eval sweep); more just rebuild their plans
+
+
+def _plan(policy: Policy) -> _Plan:
+    plan = _PLANS.get(id(policy))
+    if plan is None or plan.version != registry_version():  # the plan holds its policy: the id stays its own
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        plan = _PLANS[id(policy)] = _Plan(policy)
+    return plan
 
 
 def _pluggy_events(pm: pluggy.PluginManager) -> Events:
@@ -324,6 +381,36 @@ def _entry(record: object) -> Entry:
     return cast(Entry, record)
 
 
+def _describe(record: object) -> tuple[Role, str | None]:
+    """The role and tool of the entry `_entry` builds from `record`, without building it."""
+    kind = record.__class__
+    if kind is tuple:
+        return "tool", cast(ToolRecord, record)[0].tool
+    if kind is Turn:
+        return "assistant", None
+    entry = cast(Entry, record)
+    return entry.role, entry.tool
+
+
+def _measure(record: object, view: PromptView) -> int:
+    """The tokens `view` counts for the entry `_entry` builds from `record`, without building it; negative
+    when they were counted from its text (see `Deferred`)."""
+    kind = record.__class__
+    count = view.count_tokens
+    if kind is tuple:  # the entry's tokens are the result's own, else its text's and its tool's
+        call, result, decision, before, _id, _turn = cast(ToolRecord, record)
+        if result is not None and result.tokens is not None:
+            return result.tokens
+        return -count(_shown(result, decision, before)) - (count(call.tool) if call.tool else 0)
+    if kind is Turn:
+        turn = cast(Turn, record)
+        llm = turn.llm
+        if llm is not None and llm.output_tokens is not None:
+            return llm.output_tokens
+        return -count(turn.message_text())
+    return view.entry_tokens(cast(Entry, record))  # the record is the entry itself: counted (and kept) once
+
+
 class Guard:
     """One run's engines. Not reusable across runs: build a new Guard per run (engines hold run state).
 
@@ -363,18 +450,26 @@ class Guard:
             policy, classifier, clock or Clock(), task, objective or (task.objective if task else ""),
             trace_context, view,
         )
-        known = registry()
-        self._engines = [known[name](settings, self.run) for name, settings in policy.engines.items()]
-        self.run.engines = {e.name: e for e in self._engines}
+        plan = _plan(policy)
+        run = self.run
+        self._engines = engines = [cls(settings, run) for cls, settings in plan.engines]
+        run.engines = {e.name: e for e in engines}
         self._record: Callable[[object], None] | None = None  # appends a record for the view, when kept
-        if keep_transcript or pm is not None or any(e.name not in _VIEWLESS for e in self._engines):
+        if keep_transcript or pm is not None or not plan.viewless:
             self._keep_view()
         self._pm: _EngineManager | None = None
-        events = None if pm is not None else _direct_events(self._engines)
-        if events is None:
+        layout = None
+        if pm is None:
+            idle = tuple([e.idle_hooks() for e in engines])
+            layouts = plan.layouts
+            if idle in layouts:
+                layout = layouts[idle]
+            else:
+                layout = layouts[idle] = _layout(engines)
+        if layout is None:
             self._adopt(pm or _new_pm())
         else:
-            self._set_events(events)
+            self._set_events(_direct_events(engines, layout))
         self._next_call_id = 0
         self._last: ToolRecord | None = None
 
@@ -408,7 +503,7 @@ class Guard:
     def _keep_view(self) -> None:
         """Record entries for the prompt view (and the transcript, when kept) from now on."""
         run = self.run
-        deferred = Deferred(_entry)
+        deferred = Deferred(_entry, _describe, _measure)
         deferred.sinks.append(run.view)
         run.view.deferred = deferred
         if self.keep_transcript:

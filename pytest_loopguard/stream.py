@@ -3,8 +3,9 @@ counted as they go, so memory stays flat however long the trace (`loopguard run`
 
 A turn's calls are known only when its last call is read, so the stream holds one stretch of steps (from
 one `llm` step to the next) at a time; tool steps before the first `llm` step are held until an `llm`
-step or the end of the file says how they group (see `replay.turn_plan`). A trace whose objective is not
-in its header (the first user message) is read twice: once to find that message, once to replay.
+step says how they group (see `replay.turn_plan`), or until a first read of the file finds it holds none
+(`_planned`). A trace whose objective is not in its header (the first user message) is read twice: once
+to find that message, once to replay.
 
 Every line gets the loader's checks (`faststep`: a direct construction for the common well-formed line,
 the loader's own reader for anything else). The loader's bounds on a whole file (`MAX_FILE_BYTES`,
@@ -101,20 +102,62 @@ def _decode(data: bytes, path: str, offset: int, lineno: int) -> str:
                          file=path, line=lineno + data.count(b"\n", 0, exc.start) + 1) from None
 
 
-def _rows(handle: IO[bytes], path: str) -> Iterator[tuple[int, str, bool]]:
-    """(line number, text, whether it is the last) of each non-blank line."""
-    pending: tuple[int, str] | None = None
-    lineno = 0
-    for lines in _blocks(handle, path):
-        for text in lines:
-            lineno += 1
-            if not text or text.isspace():
-                continue
-            if pending is not None:
-                yield pending[0], pending[1], False
-            pending = (lineno, text)
-    if pending is not None:
-        yield pending[0], pending[1], True
+class _Rows:
+    """The non-blank lines of a file in order, with their line numbers: one at a time as (line number, text,
+    whether it is the last) for the header, then the rest in bulk through `lines`, which the steps read."""
+
+    __slots__ = ("_at", "_base", "_blocks", "_lines")
+
+    def __init__(self, handle: IO[bytes], path: str) -> None:
+        self._blocks = _blocks(handle, path)
+        self._lines: list[str] = []  # the block being read
+        self._at = 0  # its next line
+        self._base = 0  # the lines of the file before it
+
+    def __iter__(self) -> _Rows:
+        return self
+
+    def __next__(self) -> Any:  # tuple[int, str, bool]; Any keeps it boxed, as mypyc's tp_iternext must return
+        if not self._skip_blank():
+            raise StopIteration
+        lineno, text = self._base + self._at + 1, self._lines[self._at]
+        self._at += 1
+        return lineno, text, not self._skip_blank()
+
+    def _skip_blank(self) -> bool:
+        """Moves to the next non-blank line; False at the end of the file."""
+        while True:
+            lines, at = self._lines, self._at
+            while at < len(lines):
+                text = lines[at]
+                if text and not text.isspace():
+                    self._at = at
+                    return True
+                at += 1
+            self._base += len(lines)
+            self._lines, self._at = next(self._blocks, []), 0
+            if not self._lines:
+                return False
+
+    def lines(self) -> Iterator[tuple[int, str]]:
+        """(line number, text) of each non-blank line not read yet; the rows are read only through it from then on."""
+        lines, base = self._lines, self._base
+        first = self._at
+        while True:
+            # one loop per block, not a generator per layer: this runs once per line of the file
+            for lineno, text in enumerate(lines[first:] if first else lines, base + first + 1):
+                if text and not text.isspace():
+                    yield lineno, text
+            base += len(lines)
+            next_block = next(self._blocks, None)
+            if next_block is None:
+                return
+            lines, first = next_block, 0
+
+
+def _rows(handle: IO[bytes], path: str) -> _Rows:
+    """The file's non-blank lines (see `_Rows`)."""
+    return _Rows(handle, path)
 
 
 def _header(rows: Iterator[tuple[int, str, bool]], path: str) -> Trace:
@@ -136,47 +179,77 @@ def _header(rows: Iterator[tuple[int, str, bool]], path: str) -> Trace:
     return loads("\n" * (lineno - 1) + text, fmt="jsonl", path=path)[0]
 
 
-def _steps(rows: Iterator[tuple[int, str, bool]], path: str, torn: list[str] | None) -> Iterator[Step]:
+def _steps(rows: _Rows, path: str, torn: list[str] | None) -> Iterator[Step]:
     """Each step line read with the loader's checks (`faststep`). A torn last line (a run cut off
     mid-write) is left out, warned about and noted in `torn` (None: a silent first read), as the loader does."""
-    for index, (lineno, text, last) in enumerate(rows):
+    lines = rows.lines()
+    for index, (lineno, text) in enumerate(lines):
         try:
-            yield step_from_line(text, index, path, lineno)
+            step = step_from_line(text, index, path, lineno)
         except TraceError as exc:
-            if not (last and exc.problem.startswith("JSON syntax error")):
+            # a JSON syntax error is a torn line only on the last non-blank line: none may follow it
+            if not exc.problem.startswith("JSON syntax error") or next(lines, None) is not None:
                 raise
             if torn is not None:
                 message = f"{path}:{lineno}: torn last line ignored ({exc.problem.removeprefix('JSON syntax error: ')})"
                 warn(message)
                 torn.append(message)
             return
+        yield step
 
 
-def _planned(steps: Iterator[Step], replayer: Replayer) -> Iterator[tuple[Step, tuple[ToolCall, ...] | None]]:
+_HOLD = 4096  # steps held before the first llm step, at most, unless the file holds an llm step after them
+
+
+def _planned(steps: Iterator[Step], replayer: Replayer,
+             path: str) -> Iterator[tuple[Step, tuple[ToolCall, ...] | None]]:
     """Each step with the calls of the turn it starts, holding one stretch (llm step to llm step) at a time.
     Stops once the run has ended: no later step needs its turn's calls (each is `not_reached`), and the
-    caller reads the rest of `steps` itself."""
+    caller reads the rest of `steps` itself.
+
+    Tool steps before the first llm step form one turn if an llm step comes later, else one turn each: once
+    _HOLD of them are held, a first read of the file (`_has_llm`) says which, so a file with no llm step
+    at all is replayed in stretches of _HOLD steps instead of being held whole."""
     held: list[Step] = []
-    has_llm: bool | None = None  # unknown until the first llm step, or the end of the file
+    has_llm = False  # until the first llm step, or the end of the file
+    llm_ahead: bool | None = None  # whether the file holds an llm step: asked once, when _HOLD steps are held
     for step in steps:
-        if step.kind == "llm":
-            if held:
-                yield from _stretch(held, True)
-                if replayer.outcome is not None:
-                    yield step, None
-                    return
-            has_llm = True
-            held = [step]
-        else:
+        if step.kind != "llm":
             held.append(step)
-    if held:
-        yield from _stretch(held, bool(has_llm))
+            if has_llm or len(held) < _HOLD:
+                continue
+            if llm_ahead is None:
+                llm_ahead = _has_llm(path)
+            if llm_ahead:
+                continue  # the held steps start a turn the llm step's stretch ends
+            plan = turn_plan(held, has_llm=False).get
+            for done in held:
+                yield done, plan(done.index)
+            held = []
+            if replayer.outcome is not None:
+                return
+            continue
+        if held:
+            plan = turn_plan(held, has_llm=True).get  # an llm step follows, so the trace has one
+            for done in held:
+                yield done, plan(done.index)
+            if replayer.outcome is not None:
+                yield step, None
+                return
+        has_llm = True
+        held = [step]
+    plan = turn_plan(held, has_llm=has_llm).get
+    for done in held:
+        yield done, plan(done.index)
 
 
-def _stretch(steps: list[Step], has_llm: bool) -> Iterator[tuple[Step, tuple[ToolCall, ...] | None]]:
-    plan = turn_plan(steps, has_llm=has_llm)
-    for step in steps:
-        yield step, plan.get(step.index)
+def _has_llm(path: str) -> bool:
+    """Whether the file holds an llm step: a first read, as `_objective`'s. A bad line stops it with the
+    error the replay would report on reaching that line (no held step has been replayed yet either way)."""
+    with _open(path) as handle:
+        rows = _rows(handle, path)
+        next(rows, None)
+        return any(step.kind == "llm" for step in _steps(rows, path, None))
 
 
 def _objective(header: Trace, path: str) -> str:
@@ -236,8 +309,20 @@ def replay_jsonl(
                 if m is not None:
                     mismatches.append(m)
 
-            for step, calls in _planned(steps, replayer):
-                record(step, calls)
+            advance = replayer.advance
+            for step, calls in _planned(steps, replayer, name):
+                if on_step is None and step.expect is None and replayer.outcome is None:
+                    # record's common case inline (most steps of a long run): allowed, nothing reads it
+                    verdicts = advance(step, calls)
+                    if not verdicts:
+                        counts["allow"] = counts.get("allow", 0) + 1
+                        continue
+                    got = replayer.result_of(step, verdicts)
+                    counts[got.action] = counts.get(got.action, 0) + 1
+                    if (m := check_reached(step, got, strict)) is not None:
+                        mismatches.append(m)
+                else:
+                    record(step, calls)
             # the run has ended (or the file has): each step left is still read and checked, so a bad line
             # after a stop is reported, and is `not_reached`; a result is made only where something reads it
             for step in steps:

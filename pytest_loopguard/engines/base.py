@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 if TYPE_CHECKING:
     from ..runcontext import RunContext
@@ -76,14 +77,22 @@ _BUILTIN_MODULES = {
 _REGISTRY: dict[str, type[Engine]] = {}
 ENTRY_POINT_GROUP = "loopguard.engines"
 _plugins_loaded = False
+_registered = 0
 
 
 def register_engine(cls: type[Engine]) -> type[Engine]:
     """Make an engine class available to policies under `cls.name` (usable as a decorator)."""
     if not cls.name:
         raise ValueError(f"{cls.__qualname__} has no `name`")
+    global _registered
     _REGISTRY[cls.name] = cls
+    _registered += 1
     return cls
+
+
+def registry_version() -> int:
+    """How many registrations so far: what is cached from the registry is stale once this changes."""
+    return _registered
 
 
 def registry() -> dict[str, type[Engine]]:
@@ -126,3 +135,25 @@ def load_engine_plugins() -> list[type[Engine]]:
             raise LoopguardError(f"{where}: the class is named {cls.name!r}; name the entry point after it")
         found.append(cls)
     return found
+
+
+S = TypeVar("S")
+T = TypeVar("T")
+
+
+def per_settings(build: Callable[[S], T]) -> Callable[[S], T]:
+    """`build(settings)` made once per settings object and shared by the runs that use it: what an engine
+    derives from its (immutable) settings alone. The value is shared, so it must never be mutated."""
+    cache: dict[int, tuple[S, T]] = {}  # id -> (the settings, kept so that id stays theirs; the value)
+
+    def get(settings: S) -> T:
+        hit = cache.get(id(settings))
+        if hit is not None:
+            return hit[1]
+        if len(cache) >= 64:  # settings in use at once (a policy matrix); beyond that, derived again
+            cache.clear()
+        value = build(settings)
+        cache[id(settings)] = (settings, value)
+        return value
+
+    return get

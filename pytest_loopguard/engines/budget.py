@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 from ..hookspecs import hookimpl
 from ..model import Action, ToolCall, ToolResult, Verdict
-from .base import Engine, EngineSettings, at_least
+from .base import Engine, EngineSettings, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS, LRUMap
 
 if TYPE_CHECKING:
@@ -125,6 +125,29 @@ def _push(out: list[Verdict] | None, verdict: Verdict) -> list[Verdict]:
     return out
 
 
+class _Derived:
+    """What a budget's settings alone decide, shared (read-only) by every run using those settings."""
+
+    __slots__ = ("domains", "near_calls", "near_failures", "near_observations", "near_same_tool", "near_url",
+                 "near_wall", "same_tool_exempt")
+
+    def __init__(self, settings: Settings) -> None:
+        ratio = settings.near_ratio
+        self.near_calls = _near_at(settings.max_tool_calls, ratio)
+        self.near_wall = _near_at(settings.max_wall_ms, ratio)
+        self.near_same_tool = _near_at(settings.max_consecutive_same_tool, ratio)
+        self.same_tool_exempt = frozenset(settings.same_tool_exempt)
+        self.near_observations = _near_at(settings.max_observation_streak, ratio)
+        self.near_failures = _near_at(settings.max_failure_streak, ratio)
+        self.near_url = _near_at(settings.max_same_url_navigations, ratio)
+        self.domains: tuple[str, ...] | None = (
+            None if settings.allowed_domains is None
+            else tuple(d.lower().strip(".") for d in settings.allowed_domains)
+        )
+
+
+_derived = per_settings(_Derived)  # a task's own budget makes new settings per run: derived for each
+
 BudgetSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
 
 
@@ -154,19 +177,16 @@ class Budget(Engine):
         self._open = task is not None and task.phase != "done"
         self._phase: str = task.phase if task is not None else ""
         self._opened_at: int = run.clock.now_ms
-        ratio = settings.near_ratio
-        self._near_calls = _near_at(settings.max_tool_calls, ratio)
-        self._near_wall = _near_at(settings.max_wall_ms, ratio)
-        self._near_same_tool = _near_at(settings.max_consecutive_same_tool, ratio)
-        self._same_tool_exempt = frozenset(settings.same_tool_exempt)
-        self._near_observations = _near_at(settings.max_observation_streak, ratio)
-        self._near_failures = _near_at(settings.max_failure_streak, ratio)
-        self._near_url = _near_at(settings.max_same_url_navigations, ratio)
+        fixed = _derived(settings)  # what the settings alone decide, worked out once per settings object
+        self._near_calls = fixed.near_calls
+        self._near_wall = fixed.near_wall
+        self._near_same_tool = fixed.near_same_tool
+        self._same_tool_exempt = fixed.same_tool_exempt
+        self._near_observations = fixed.near_observations
+        self._near_failures = fixed.near_failures
+        self._near_url = fixed.near_url
         self._wall_near_sent = False
-        self._domains: tuple[str, ...] | None = (
-            None if settings.allowed_domains is None
-            else tuple(d.lower().strip(".") for d in settings.allowed_domains)
-        )
+        self._domains = fixed.domains
         self._calls = 0
         self._action_calls = 0
         self._observation_calls = 0

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..conversation import Entry
 from ..hookspecs import hookimpl
 from ..model import Verdict
-from .base import Engine, EngineSettings
+from .base import Engine, EngineSettings, per_settings
 
 if TYPE_CHECKING:
     from ..conversation import PromptView
@@ -197,6 +197,16 @@ def _markers(markers: tuple[str, ...]) -> tuple[tuple[str, ...], re.Pattern[str]
     return words, pattern
 
 
+@per_settings
+def _prepared_markers(settings: Settings) -> tuple[tuple[str, ...], re.Pattern[str] | None, tuple[tuple[str, ...], ...],
+                                                   tuple[str, ...], re.Pattern[str] | None]:
+    """The overflow markers, codes and sets and the transient markers and codes, as the engine tests them."""
+    overflow, overflow_codes = _markers(tuple(settings.overflow_markers))
+    sets = tuple(tuple(m.lower() for m in s) for s in settings.overflow_marker_sets if s)
+    transient, transient_codes = _markers(tuple(settings.transient_markers))
+    return overflow, overflow_codes, sets, transient, transient_codes
+
+
 class Context(Engine):
     """Keeps the prompt view inside the window and recovers from overflow and transient errors."""
 
@@ -216,10 +226,10 @@ class Context(Engine):
     def __init__(self, settings: ContextSettings, run: RunContext) -> None:
         super().__init__(settings, run)
         self.settings: ContextSettings = settings
-        # markers are prepared once: substring tests on the lower-cased error, one regex for status codes
-        self._overflow_markers, self._overflow_codes = _markers(tuple(settings.overflow_markers))
-        self._overflow_sets = tuple(tuple(m.lower() for m in s) for s in settings.overflow_marker_sets if s)
-        self._transient_markers, self._transient_codes = _markers(tuple(settings.transient_markers))
+        # markers are prepared once per settings: substring tests on the lower-cased error, one regex for
+        # status codes
+        (self._overflow_markers, self._overflow_codes, self._overflow_sets, self._transient_markers,
+         self._transient_codes) = _prepared_markers(settings)
         self._overflow_streak = 0
         self._transient_streak = 0
         self._removed = 0  # tokens this run's compactions took out of the view

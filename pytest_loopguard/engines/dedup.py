@@ -62,25 +62,22 @@ class Dedup(Engine):
     @hookimpl
     def loopguard_before_llm(self, llm: LLMCall, view: PromptView) -> Verdict | None:
         # the hook's full argument list, in its order: the Guard then calls this method directly
-        entries = view.entries
-        n = len(entries)
+        # the view answers its size and its polling tools' results without building its entries: only a
+        # replacement needs them
+        n = view.size()
         if n < self._scanned:  # the view shrank without a compaction notice: start over
             self._forget()
         if n == self._scanned:
             return None
-        tools = self._tools
         latest = self._latest
         replaced: dict[str, int] = {}
-        for i in range(self._scanned, n):
-            entry = entries[i]
-            tool = entry.tool
-            if tool not in tools or entry.role != "tool":  # most entries name no polling tool
-                continue
-            assert tool is not None
+        for i, tool in view.tool_results(self._scanned, self._tools):
             previous = latest.get(tool)
-            if previous is not None and not entries[previous].replaced:
-                view.replace(previous, entries[previous].with_text(self._placeholder(tool)))
-                replaced[tool] = replaced.get(tool, 0) + 1
+            if previous is not None:
+                old = view.entry_at(previous)
+                if not old.replaced:
+                    view.replace(previous, old.with_text(self._placeholder(tool)))
+                    replaced[tool] = replaced.get(tool, 0) + 1
             latest[tool] = i
         self._scanned = n
         if not replaced:

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from ..fingerprint import key_part
 from ..hookspecs import hookimpl
 from ..model import ToolCall, ToolResult, Verdict
-from .base import Engine, EngineSettings, at_least
+from .base import Engine, EngineSettings, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS, LRUMap
 
 if TYPE_CHECKING:
@@ -120,6 +120,13 @@ _ACTION_LOOP_ADVICE: Final = (
 )
 
 
+@per_settings
+def _prepared(settings: _Settings) -> tuple[tuple[int, ...], frozenset[str], frozenset[str]]:
+    """The action-loop levels in order, the tools exempt from it, and the read-only tools."""
+    return (tuple(sorted(settings.action_loop_levels)), frozenset(settings.action_loop_exempt),
+            frozenset(settings.read_only_tools))
+
+
 class FailureTracker(Engine):
     """Per-run failure, repetition, step and loop accounting (see the module docstring for the rules)."""
 
@@ -157,14 +164,11 @@ class FailureTracker(Engine):
         self._previous_target: tuple[str, tuple[Any, ...]] | None = None
         # action loop: the window, counts per identity, and how many identities have each count, so
         # the top count is known in O(1) per call
-        self._levels = tuple(sorted(settings.action_loop_levels))
-        self._exempt = frozenset(settings.action_loop_exempt)
+        self._levels, self._exempt, self._read_only = _prepared(settings)  # once per settings object
         self._window: deque[Hashable] = deque()
         self._identity_counts: Counter[Hashable] = Counter()
         self._identities_with: Counter[int] = Counter()
         self.top_count = 0
-        # guardrails
-        self._read_only = frozenset(settings.read_only_tools)
         # per-key maps keep at most max_keys keys, least recently used evicted first (docs/engines.md)
         self.exact_failures: LRUMap[str, int] = LRUMap(settings.max_keys)
         self.tool_failures: LRUMap[str, int] = LRUMap(settings.max_keys)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..fingerprint import FLAT_SAME_AS, IDENTITIES, IdentityMode, is_flat
 from ..hookspecs import hookimpl
 from ..model import Verdict
-from .base import Engine, EngineSettings, SettingError, at_least
+from .base import Engine, EngineSettings, SettingError, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS, LRUMap
 
 if TYPE_CHECKING:
@@ -81,6 +81,40 @@ class Settings(EngineSettings):
 
 
 NAME = "loop_guard"
+class _Derived:
+    """What a loop_guard's settings alone decide, shared (read-only) by every run using those settings."""
+
+    __slots__ = ("exempt", "first_threshold", "flat_same_as_ordered", "identity_text", "ordered", "period_needs",
+                 "poll_shell_tools", "poll_words")
+
+    def __init__(self, settings: Settings) -> None:
+        mode = settings.identity
+        # canonical and ordered are precomputed on every call; the other modes are computed by the engine,
+        # only for the policies that use them, and only for arguments where they differ from both
+        # (FLAT_SAME_AS)
+        self.identity_text = None if mode in ("canonical", "ordered") else IDENTITIES[mode]
+        self.flat_same_as_ordered = FLAT_SAME_AS.get(mode) == "ordered"
+        self.ordered = mode == "ordered"
+        exempt: dict[str, list[Mapping[str, Any]]] = {}
+        for rule in settings.exempt:
+            exempt.setdefault(rule["tool"], []).append(rule.get("when") or {})
+        self.exempt: Mapping[str, Sequence[Mapping[str, Any]]] = exempt
+        self.poll_words = tuple(w.lower() for w in settings.poll_words)
+        self.poll_shell_tools = frozenset(settings.poll_shell_tools)
+        # (index, period, matches needed) per ping-pong period: a period's last `window` calls repeat once
+        # `window - period` newest entries match; a period below 2 never counts (one identity over and
+        # over is consecutive)
+        periods = [p for p in settings.ping_pong_periods if p >= 2] if settings.ping_pong else []
+        self.period_needs = tuple((j, p, p * (settings.ping_pong_detect_repeats - 1)) for j, p in enumerate(periods))
+        # no consecutive verdict below the lowest threshold (a poll multiplier only raises them), so the
+        # count of most calls is compared once
+        thresholds = [t for t in (settings.warn_at, settings.block_at, settings.stop_at) if t is not None]
+        self.first_threshold = min(thresholds) if thresholds else None
+
+
+_derived = per_settings(_Derived)
+
+
 LoopGuardSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
 
 
@@ -109,17 +143,13 @@ class LoopGuard(Engine):
     def __init__(self, settings: LoopGuardSettings, run: RunContext) -> None:
         super().__init__(settings, run)
         self.settings: LoopGuardSettings = settings
-        mode = settings.identity
-        # canonical and ordered are precomputed on every call; the other modes are computed here, only
-        # for the policies that use them, and only for arguments where they differ from both (FLAT_SAME_AS)
-        self._identity_text = None if mode in ("canonical", "ordered") else IDENTITIES[mode]
-        self._flat_same_as_ordered = FLAT_SAME_AS.get(mode) == "ordered"
-        self._ordered = mode == "ordered"
-        self._exempt: dict[str, list[Mapping[str, Any]]] = {}
-        for rule in settings.exempt:
-            self._exempt.setdefault(rule["tool"], []).append(rule.get("when") or {})
-        self._poll_words = tuple(w.lower() for w in settings.poll_words)
-        self._poll_shell_tools = frozenset(settings.poll_shell_tools)
+        fixed = _derived(settings)  # what the settings alone decide, worked out once per settings object
+        self._identity_text = fixed.identity_text
+        self._flat_same_as_ordered = fixed.flat_same_as_ordered
+        self._ordered = fixed.ordered
+        self._exempt = fixed.exempt
+        self._poll_words = fixed.poll_words
+        self._poll_shell_tools = fixed.poll_shell_tools
         # the identities of the last `ring_size` calls and the calls themselves: whether a call is a poll or
         # an observation is asked only when a rule needs it (a count at a threshold, a periodic ring),
         # from the call, so no per-identity map is kept for it
@@ -129,13 +159,9 @@ class LoopGuard(Engine):
         # kept as calls arrive so a periodic tail is measured without rescanning the ring
         # (index, period, matches needed): a period's last `window` calls repeat once `window - period`
         # newest entries match; a period below 2 never counts (one identity over and over is consecutive)
-        periods = [p for p in settings.ping_pong_periods if p >= 2] if settings.ping_pong else []
-        self._period_needs = tuple((j, p, p * (settings.ping_pong_detect_repeats - 1)) for j, p in enumerate(periods))
-        self._runs = [0] * len(periods)
-        # no consecutive verdict below the lowest threshold (a poll multiplier only raises them), so the
-        # count of most calls is compared once
-        thresholds = [t for t in (settings.warn_at, settings.block_at, settings.stop_at) if t is not None]
-        self._first_threshold = min(thresholds) if thresholds else None
+        self._period_needs = fixed.period_needs
+        self._runs = [0] * len(fixed.period_needs)
+        self._first_threshold = fixed.first_threshold
         self._outcome_threshold = settings.outcome_block_threshold
         self._current: str | None = None
         self._consecutive = 0

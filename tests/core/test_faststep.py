@@ -3,18 +3,19 @@ the same one-line error for a bad one; and it really takes its fast path for ord
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from pathlib import Path
 
 import pytest
-from steplines import same_as_full
+from steplines import as_tuple, same_as_full
 
 from pytest_loopguard import faststep
 from pytest_loopguard.bench import synthetic_trace
 from pytest_loopguard.importers import import_traces
 from pytest_loopguard.limits import MAX_DEPTH, MAX_INT, MAX_SETTING, MAX_STRING
-from pytest_loopguard.model import Step
+from pytest_loopguard.model import LLMCall, Step, ToolResult
 from pytest_loopguard.traceio import dumps, validate_paths
 
 ROOT = Path(__file__).parents[2]
@@ -128,6 +129,11 @@ BAD_OR_ODD = [
     '{"tool": "a"} trailing',
     ' {"tool": "a"} ',
     '{"tool": "a"}\r',
+    '{"tool": "a"} \t\r ',
+    '{"tool": "a"}\x0b',
+    '{"tool": "a"}\u2028',
+    '{"tool": "a"} {}',
+    '',
     '\ufeff{"tool": "a"}',
     '{"tool": "a", "tool": 3}',
     f'{{"tool": "a", "args": {{"n": 1{("0" * 5000)}}}}}',
@@ -170,3 +176,46 @@ def test_jsonl_files_load_alike_through_the_fast_reader(monkeypatch: pytest.Monk
         assert dumps(a, "jsonl") == dumps(b, "jsonl")
         assert [s.call and s.call.fingerprint for s in a.steps] == [s.call and s.call.fingerprint for s in b.steps]
         assert (a.path, a.warnings, a.policy) == (b.path, b.warnings, b.policy)
+
+
+def test_the_direct_builders_set_every_field_as_the_constructors_do() -> None:
+    from pytest_loopguard import compiled
+
+    # twins for the pure-Python model; constructors for a compiled one (the mypyc build: native classes)
+    builders = [(faststep._built_step, ToolResult, LLMCall)]
+    assert faststep._TWINS is not compiled()
+    if faststep._TWINS:
+        builders.append((faststep._twin_step, faststep._twin_result, faststep._twin_llm))
+        assert faststep._new_step is faststep._twin_step
+    for new_step, new_result, new_llm in builders:
+        step = new_step(4, "tool", None, new_result(False, "t", "e", 3, 9, True, 2), new_llm(1, 2, "x", "y"), None,
+                        7, {"x-a": 1}, "bot", None)
+        assert step.result == ToolResult(False, "t", "e", 3, 9, True, 2)
+        assert step.llm == LLMCall(1, 2, "x", "y")
+        assert as_tuple(step) == as_tuple(Step(4, "tool", None, step.result, step.llm, t=7, extensions={"x-a": 1},
+                                               agent="bot"))
+        for built in (step, step.result, step.llm):
+            assert type(built) in (Step, ToolResult, LLMCall)
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                setattr(built, dataclasses.fields(built)[0].name, None)  # type: ignore[arg-type]
+        assert dataclasses.replace(step, t=8).t == 8 and step.t == 7
+
+
+def test_a_model_field_the_builders_do_not_know_stops_the_import() -> None:
+    with pytest.raises(RuntimeError, match="LLMCall"):
+        faststep._twinnable(LLMCall, ("input_tokens", "output_tokens", "error"))
+    with pytest.raises(RuntimeError, match="ToolResult"):
+        faststep._twinnable(ToolResult, ("ok", "error", "text", "tokens", "bytes", "changed", "exit_code"))
+
+    class Native:  # as a compiled class: the fields, no slots
+        __dataclass_fields__ = LLMCall.__dataclass_fields__
+
+    assert not faststep._twinnable(Native, faststep._LLM_FIELDS)
+
+
+def test_json_whitespace_after_the_value_keeps_the_fast_path_and_other_text_leaves_it() -> None:
+    # a JSONL file written with CRLF line ends is read as fast as one with LF
+    assert isinstance(faststep._fast('{"tool": "a"}\r', 0), Step)
+    assert isinstance(faststep._fast('{"llm": {}} \t ', 0), Step)
+    for line in ('{"tool": "a"}\x0b', '{"tool": "a"} x', ' {"tool": "a"}'):
+        assert faststep._fast(line, 0) is None  # the full checks read (and word) these

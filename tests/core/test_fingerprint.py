@@ -8,6 +8,7 @@ from typing import get_args
 
 import pytest
 
+from pytest_loopguard import fingerprint as fingerprint_module
 from pytest_loopguard.fingerprint import (
     IDENTITIES,
     IDENTITY_MODES,
@@ -15,6 +16,7 @@ from pytest_loopguard.fingerprint import (
     canonical_args,
     canonical_json,
     fingerprint,
+    flat_canonical_json,
     ordered_args_json,
     ordered_fingerprint,
     ordered_js_json,
@@ -128,6 +130,20 @@ def test_fast_and_general_paths_give_the_documented_forms(args: dict[str, object
     assert (call.canonical, call.ordered) == (canonical, ordered)
     assert (canonical_json(args), ordered_args_json(args)) == (canonical, ordered)
     assert call == ToolCall.of("t", dict(args)) and hash(call) == hash(ToolCall.of("t", dict(args)))
+
+
+
+@pytest.mark.parametrize("accelerated", [True, False])
+def test_canonical_text_is_the_same_with_or_without_the_c_encoder(monkeypatch: pytest.MonkeyPatch,
+                                                                   accelerated: bool) -> None:
+    # without json's C accelerator (another interpreter) the encoder built per call is used instead
+    if not accelerated:
+        monkeypatch.setattr(fingerprint_module, "_C_CANONICAL", None)
+    flat = {"path": "é.py", "n": -3, "ok": False, "none": None, "q": 'a"\\b\n'}
+    expected = '{"n":-3,"none":null,"ok":false,"path":"é.py","q":"a\\"\\\\b\\n"}'
+    assert canonical_json(flat) == flat_canonical_json(flat) == expected
+    assert canonical_json({"b": [1.0, {"z": 1, "y": 2}], "a": 1.5}) == '{"a":1.5,"b":[1,{"y":2,"z":1}]}'
+    assert flat_canonical_json({}) == canonical_json({}) == "{}"
 
 
 # ---- the three identity modes one system each uses (PRESETS.md, common rules) ----------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
 from pytest_loopguard import Clock, Decision, Guard, ToolCall, ToolResult, Verdict, resolve_policy
@@ -298,6 +299,48 @@ def test_a_compaction_replaces_the_entries_recorded_before_it() -> None:
     assert [e.role for e in guard.run.transcript.entries] == ["assistant", "tool", "assistant", "tool"]
 
 
+def _polling_run(read_each_step: bool) -> tuple[Guard, list[tuple[Any, ...]]]:
+    """A view-only Guard (`default`: dedup and context read the view) through turns of polling calls,
+    noting after each model call what the view answers; optionally reading its entries after every event."""
+    guard = Guard(resolve_policy("default"))
+    view = guard.run.view
+    seen: list[tuple[Any, ...]] = []
+    guard.message(Message("user", "Watch the page"))
+    for i in range(4):
+        snap, click = ToolCall.of("browser_snapshot", {"i": i % 2}), ToolCall.of("browser_click", {"index": i})
+        decision = guard.before_llm(LLMCall(input_tokens=10 * i, output_tokens=None if i % 2 else 7))
+        seen.append((view.size(), view.tokens(), view.tool_results(0, frozenset({"browser_snapshot"})), decision,
+                     view.tool_results(max(0, view.size() - 3), frozenset({"browser_snapshot", "browser_click"}))))
+        guard.end_turn()
+        guard.start_turn([snap, click])
+        for call, result in ((snap, ToolResult(text="x" * (40 + i))), (click, ToolResult(text="ok", tokens=2))):
+            before = guard.before_call(call)
+            guard.after_call(call, result if before.runs else None, before)
+            if read_each_step:
+                assert len(view.entries) == view.size()
+    decision = guard.before_llm(LLMCall())
+    seen.append((view.size(), view.tokens(), view.tool_results(0, frozenset({"browser_snapshot"})), decision))
+    return guard, seen
+
+
+def test_the_view_answers_size_tokens_and_polling_results_without_building_entries() -> None:
+    # the records answer as the built entries would, dedup swaps a recorded result in place, and nothing
+    # is built until something reads the entries
+    lazy, lazy_seen = _polling_run(read_each_step=False)
+    eager, eager_seen = _polling_run(read_each_step=True)
+    view = lazy.run.view
+    assert view.deferred is not None and len(view.deferred.records) == view.size() == 13  # none built yet
+    assert lazy_seen == eager_seen
+    assert lazy_seen[2][4] == [(5, "browser_snapshot"), (6, "browser_click")]
+    superseded = {"replaced": 1, "tools": ["browser_snapshot"]}
+    assert [s[3].verdicts[0].data for s in lazy_seen if s[3].verdicts] == [superseded] * 3
+    placeholder = "[browser_snapshot output superseded by a later call]"
+    built = view.entries
+    assert [e.text for e in built if e.tool == "browser_snapshot"] == [placeholder] * 3 + ["x" * 43]
+    assert built == eager.run.view.entries
+    assert view.tokens() == sum(view.entry_tokens(e) for e in built) == eager.run.view.tokens()
+
+
 class Shapes(Engine):
     """Hook implementations taking every shape of argument list the Guard calls directly or wraps."""
 
@@ -381,3 +424,51 @@ def test_a_plugin_guard_calls_idle_hooks_and_decides_the_same() -> None:
             guard.end_turn()
     assert seen["plain"] == seen["plugged"]
     assert any(reasons for _action, reasons in seen["plain"])  # the sequence does meet the engines' rules
+
+
+class _PerRun(Engine):
+    """Idle at a turn's start unless the run's context asks for it: idle hooks may differ per run."""
+
+    name = "test_per_run"
+    version = "first"
+
+    def idle_hooks(self) -> frozenset[str]:
+        return frozenset() if self.run.trace_context.get("watch") else frozenset({"loopguard_turn_start"})
+
+    @hookimpl
+    def loopguard_turn_start(self, turn: Turn) -> Verdict:
+        return Verdict(self.name, "warn", f"test_per_run.{self.version}", "turn")
+
+
+def test_guards_of_one_policy_share_its_plan_but_not_per_run_answers() -> None:
+    # the per-policy plan (engine classes, the event table's layout) is reused, yet a run whose engine
+    # names other idle hooks gets its own table, and a class registered anew under the name is used
+    register_engine(_PerRun)
+    policy = Policy("per-run", {"test_per_run": EngineSettings()})
+    quiet, watched = Guard(policy), Guard(policy, context={"watch": True})
+    assert quiet.start_turn([CLICK]).action == "allow"
+    assert [v.reason for v in watched.start_turn([CLICK]).verdicts] == ["test_per_run.first"]
+    assert Guard(policy).start_turn([CLICK]).action == "allow"
+
+    class _Replaced(_PerRun):
+        version = "second"
+
+    register_engine(_Replaced)
+    try:
+        again = Guard(policy, context={"watch": True})
+        assert type(again.run.engines["test_per_run"]) is _Replaced
+        assert [v.reason for v in again.start_turn([CLICK]).verdicts] == ["test_per_run.second"]
+    finally:
+        register_engine(_PerRun)
+
+
+def test_settings_derived_once_are_shared_only_by_the_same_settings_object() -> None:
+    from pytest_loopguard.engines.loop_guard import LoopGuard
+
+    base = resolve_policy("default").engines["loop_guard"]
+    other = dataclasses.replace(base, poll_words=("STATUS",))
+    a, b = LoopGuard(base, Guard(resolve_policy("default")).run), LoopGuard(base, Guard(resolve_policy("roo")).run)
+    c = LoopGuard(other, a.run)
+    assert a._poll_words is b._poll_words  # one derived value for one settings object
+    assert c._poll_words == ("status",) and a._poll_words != c._poll_words
+

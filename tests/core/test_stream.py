@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -142,6 +143,101 @@ def test_lines_after_the_run_stopped_are_still_checked(tmp_path: Path) -> None:
     with pytest.raises(TraceError) as after_stop:
         replay_jsonl(path)
     assert str(after_stop.value) == str(loaded.value) and f":{len(trace.steps) + 2}:" in str(after_stop.value)
+
+
+@pytest.mark.parametrize("block", [5, 64, 1 << 20])
+def test_a_torn_line_is_only_the_last_non_blank_one_whatever_the_blocks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    from pytest_loopguard import stream
+
+    monkeypatch.setattr(stream, "_BLOCK", block)
+    head = '\n\n{"loopguard": 1, "name": "t"}\n  \n{"tool": "a"}\n'
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text(head + '{"tool": "b", "ar\n\n \t \n\n', encoding="utf-8")
+    with pytest.warns(LoopguardWarning, match=r"torn\.jsonl:6: torn last line"):
+        streamed = replay_jsonl(torn)
+    assert streamed is not None and streamed.result.counts() == {"allow": 1}
+    inner = tmp_path / "inner.jsonl"
+    inner.write_text(head + '{"tool": "b", "ar\n\n \t \n\n{"tool": "c"}\n', encoding="utf-8")
+    with pytest.raises(TraceError) as loaded:
+        load_file(inner)
+    with pytest.raises(TraceError) as streamed_error:
+        replay_jsonl(inner)
+    assert str(streamed_error.value) == str(loaded.value) and "inner.jsonl:6: JSON syntax error" in str(loaded.value)
+
+
+def test_rows_give_the_header_with_whether_it_is_the_last_then_the_rest(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_loopguard import stream
+
+    monkeypatch.setattr(stream, "_BLOCK", 3)
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n \n{}\n\n\t\n[1]\n\n2\n", encoding="utf-8")
+    with stream._open(str(path)) as handle:
+        rows = stream._rows(handle, str(path))
+        assert next(rows) == (3, "{}", False)
+        assert list(rows.lines()) == [(6, "[1]"), (8, "2")]
+    path.write_text("\n{}\n \n", encoding="utf-8")
+    with stream._open(str(path)) as handle:
+        rows = stream._rows(handle, str(path))
+        assert list(rows) == [(2, "{}", True)]
+        assert list(rows.lines()) == []
+
+
+def test_a_strict_trace_reports_each_unexpected_intervention_as_the_full_replay_does(tmp_path: Path) -> None:
+    trace = dataclasses.replace(synthetic_trace("strict", random.Random(4), steps=300), strict=True)
+    streamed_equals_loaded(trace, tmp_path, "roo")  # roo blocks repeats and never stops the run
+    streamed = replay_jsonl(tmp_path / "strict.jsonl", "roo")
+    assert streamed is not None and streamed.result.outcome != "stopped"
+    strict = [m for m in streamed.mismatches if "strict" in str(m)]
+    assert len(strict) == streamed.result.counts().get("block", 0) > 0
+
+
+@pytest.mark.parametrize("hold", [1, 2, 4, 1000])
+def test_steps_before_the_first_llm_step_are_held_only_while_an_llm_step_may_follow(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hold: int) -> None:
+    from pytest_loopguard import stream
+
+    monkeypatch.setattr(stream, "_HOLD", hold)
+    rng = random.Random(6)
+    calls = [ToolCall.of("browser_click", {"index": rng.randrange(3)}) for _ in range(40)]
+    tools = tuple(Step(i, "tool", call=c, result=ToolResult()) for i, c in enumerate(calls))
+    no_llm = Trace(name="no-llm", steps=tools)
+    for preset in ("default", "roo", "hermes-current"):
+        streamed_equals_loaded(no_llm, tmp_path, preset)
+    mixed = synthetic_trace("mixed", random.Random(5), steps=160)
+    head = tools[:9]
+    shifted = tuple(dataclasses.replace(s, index=len(head) + s.index) for s in mixed.steps)
+    assert any(s.kind == "llm" for s in shifted)
+    # spacebot-worker ends the run at its 50th turn: the 9 tool steps before the first llm step are one turn
+    for preset in ("default", "roo", "spacebot-worker"):
+        streamed_equals_loaded(Trace(name="tools-first", steps=head + shifted), tmp_path, preset)
+
+    bad = tmp_path / "bad.jsonl"
+    dump(no_llm, bad)
+    with bad.open("a", encoding="utf-8") as out:
+        out.write('{"tool": "a", "result": {"tokens": -1}}\n')
+    with pytest.raises(TraceError) as loaded:
+        load_file(bad)
+    with pytest.raises(TraceError) as streamed:
+        replay_jsonl(bad)
+    assert str(streamed.value) == str(loaded.value)
+
+    # how far the reading runs ahead of the replay: at most `hold` steps without an llm step in the file
+    dump(no_llm, tmp_path / "bounded.jsonl")
+    read: list[int] = []
+
+    def counted() -> Iterator[Step]:
+        for step in no_llm.steps:
+            read.append(step.index)
+            yield step
+
+    class Running:
+        outcome = None
+
+    planned = stream._planned(counted(), Running(), str(tmp_path / "bounded.jsonl"))  # type: ignore[arg-type]
+    ahead = [len(read) - got.index for got, _calls in planned]
+    assert len(ahead) == len(no_llm.steps) and max(ahead) <= hold
 
 
 HOSTILE_HEADERS = [
