@@ -213,11 +213,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if policy is not None and update:
         # The rewritten file keeps its own `policy:`, so verdicts of another policy would fail its next run.
         raise pytest.UsageError("--loopguard-update records each trace under its own policy; drop --loopguard-policy")
-    if policy is not None or matrix:
-        from .policy import resolve_policy
     for option, spec in [("--loopguard-policy", policy), *(("--loopguard-matrix", p) for p in matrix)]:
         if spec is None:
             continue
+        from .policy import resolve_policy  # only when a policy was given: a plain run needs none at start-up
+
         try:
             resolve_policy(spec)
         except PolicyError as exc:

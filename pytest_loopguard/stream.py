@@ -292,16 +292,8 @@ def replay_jsonl(
             steps = _steps(rows, name, torn)
 
             def record(step: Step, calls: tuple[ToolCall, ...] | None) -> None:
-                if on_step is None and step.expect is None and replayer.outcome is None:
-                    # nothing reads this step's result: count its action as the full replay does, without
-                    # building a StepResult (strict needs one only for a step that is not allowed)
-                    verdicts = replayer.advance(step, calls)
-                    if not verdicts:
-                        counts["allow"] = counts.get("allow", 0) + 1
-                        return
-                    got = replayer.result_of(step, verdicts)
-                else:
-                    got = replayer.step(step, calls)
+                """A step whose result something reads (`on_step`, its expectation) or after the run's end."""
+                got = replayer.step(step, calls)
                 if on_step is not None:
                     on_step(step, got)
                 counts[got.action] = counts.get(got.action, 0) + 1
@@ -312,7 +304,9 @@ def replay_jsonl(
             advance = replayer.advance
             for step, calls in _planned(steps, replayer, name):
                 if on_step is None and step.expect is None and replayer.outcome is None:
-                    # record's common case inline (most steps of a long run): allowed, nothing reads it
+                    # nothing reads this step's result (most steps of a long run): its action is counted as
+                    # the full replay does, a StepResult built only for a step that is not allowed (strict
+                    # checks those)
                     verdicts = advance(step, calls)
                     if not verdicts:
                         counts["allow"] = counts.get("allow", 0) + 1

@@ -81,6 +81,8 @@ class Settings(EngineSettings):
 
 
 NAME = "loop_guard"
+
+
 class _Derived:
     """What a loop_guard's settings alone decide, shared (read-only) by every run using those settings."""
 
@@ -156,9 +158,7 @@ class LoopGuard(Engine):
         self._ring: deque[str] = deque(maxlen=settings.ring_size)
         self._ring_calls: deque[ToolCall] = deque(maxlen=settings.ring_size)
         # per ping-pong period p: how many newest ring entries in a row equal the entry p before them,
-        # kept as calls arrive so a periodic tail is measured without rescanning the ring
-        # (index, period, matches needed): a period's last `window` calls repeat once `window - period`
-        # newest entries match; a period below 2 never counts (one identity over and over is consecutive)
+        # kept as calls arrive so a periodic tail is measured without rescanning the ring (`_Derived.period_needs`)
         self._period_needs = fixed.period_needs
         self._runs = [0] * len(fixed.period_needs)
         self._first_threshold = fixed.first_threshold
