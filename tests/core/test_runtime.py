@@ -159,6 +159,25 @@ def test_without_keep_transcript_the_guard_keeps_no_history_nobody_reads() -> No
     assert [e.role for e in guard.run.view.entries] == ["assistant", "tool"] and len(guard.run.transcript) == 0
 
 
+def test_a_long_live_run_under_default_holds_a_bounded_view_and_no_transcript() -> None:
+    # issue 11: a live Guard kept 40,000 entries after 20,000 calls. Under `default` the context engine reads
+    # the view and compacts it at its threshold, so the view stays within the window whatever the run's length
+    guard = Guard(resolve_policy("default"), context={"window_tokens": 4000})
+    largest = compactions = 0
+    for i in range(5_000):  # 10,000 entries if nothing bounded the view
+        guard.end_turn()
+        llm = LLMCall(output_tokens=10)
+        compactions += sum(v.reason == "context.compact" for v in guard.before_llm(llm).verdicts)
+        largest = max(largest, guard.run.view.size())
+        call = ToolCall.of("read_file", {"path": f"src/m{i}.py"})  # every call new: no engine stops the run
+        guard.start_turn([call], llm)
+        before = guard.before_call(call)
+        guard.after_call(call, ToolResult(text="x", tokens=30) if before.runs else None, before)
+    assert compactions > 25
+    assert largest < 200  # entries of at least 10 tokens below a 3,200-token threshold, and the summary
+    assert len(guard.run.transcript) == 0
+
+
 def test_a_call_warned_twice_shows_the_result_a_blank_line_then_the_warnings_one_per_line() -> None:
     # default: the 3rd identical read warns twice, from loop_guard and from read_tracker
     guard = Guard(resolve_policy("default"), keep_transcript=True)
