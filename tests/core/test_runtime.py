@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
+import pytest
+
 from pytest_loopguard import Clock, Decision, Guard, ToolCall, ToolResult, Verdict, resolve_policy
 from pytest_loopguard.conversation import Entry, PromptView
 from pytest_loopguard.engines.base import Engine, EngineSettings, register_engine
@@ -256,6 +258,48 @@ def test_a_wrapping_plugin_still_sees_every_call() -> None:
                   plugins=[Wrapper()])
     assert call_through(guard, CLICK).action == "warn"
     assert seen == ["browser_click"]
+
+
+def test_a_wrapper_gets_and_may_change_the_engines_answers() -> None:
+    # pluggy's caller runs a wrapped event: the wrapper sees what the engines returned and its answer counts
+    seen: list[list[str]] = []
+
+    class Silencer:
+        @hookimpl(wrapper=True)
+        def loopguard_before_call(self, call: ToolCall) -> Any:
+            inner = yield
+            seen.append([v.reason for v in inner if isinstance(v, Verdict)])
+            return []
+
+    policy = resolve_policy({"preset": "default", "loop_guard": {"warn_at": 1, "block_at": 9}})
+    assert call_through(Guard(policy), CLICK).action == "warn"
+    assert call_through(Guard(policy, plugins=[Silencer()]), CLICK).action == "allow"
+    assert seen == [["loop_guard.consecutive_warning"]]
+
+
+class _Fresh(Engine):
+    """An engine class no Guard has read yet."""
+
+    name = "test_fresh"
+
+    @hookimpl
+    def loopguard_before_call(self, call: ToolCall) -> None:
+        return None
+
+
+def test_an_engine_class_is_read_once_and_a_guard_without_plugins_builds_no_plugin_manager(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_loopguard import runtime
+
+    read: list[type] = []
+    real = runtime._read_impls
+    monkeypatch.setattr(runtime, "_read_impls", lambda cls: read.append(cls) or real(cls))
+    register_engine(_Fresh)
+    guards = [Guard(Policy(f"fresh-{i}", {"test_fresh": EngineSettings()})) for i in range(3)]  # three plans
+    assert read == [_Fresh]  # per class, not per policy or per Guard
+    assert all(g._pm is None for g in guards)
+    assert [f for f, _how in guards[0]._before_call] == [guards[0].run.engines["test_fresh"].loopguard_before_call]
+    assert guards[0].pm is not None and guards[0]._pm is not None  # built on first use
 
 
 def test_a_plugin_registered_after_the_guard_is_built_is_called() -> None:
