@@ -313,3 +313,18 @@ def test_run_streams_a_jsonl_trace_longer_than_the_loader_may_hold(tmp_path: Pat
     result, mismatches = got
     assert (result.outcome, result.counts()) == (full.outcome, full.counts())
     assert result.steps == () and mismatches == []
+
+
+def test_run_replays_each_file_before_reading_the_next(tmp_path: Path) -> None:
+    # results come out file by file as each is read: a file removed after the first result is not found
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for name, suffix in (("a", "jsonl"), ("b", "yaml"), ("c", "jsonl")):
+        dump(synthetic_trace(name, random.Random(1), steps=30), folder / f"{name}.{suffix}")
+    results = run_paths([folder / "a.jsonl", folder / "b.yaml", folder / "c.jsonl"], None)
+    first = next(results)
+    assert not isinstance(first, Exception) and first[0].trace.name == "a"
+    (folder / "b.yaml").unlink()
+    (folder / "c.jsonl").unlink()
+    rest = list(results)
+    assert [str(e) for e in rest] == [f"{folder / n}: no such file or folder" for n in ("b.yaml", "c.jsonl")]
