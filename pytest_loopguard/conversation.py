@@ -92,30 +92,50 @@ class Deferred:
     `describe(record)` gives a record's role and tool, and `measure(record, view)` its tokens as the view
     would count its entry (negated when they were counted from its text, which the view then keeps), so
     the view can answer its size, its token total and which tool results it holds without building
-    entries (what the dedup and context engines ask before every model call)."""
+    entries (what the dedup and context engines ask before every model call).
 
-    __slots__ = ("_render", "describe", "measure", "records", "sinks")
+    A record may hold the event's objects (the call, its result, the turn): cheap to note, but a view kept
+    for a long run without a read (a policy that compacts only on overflow) would hold every event's
+    objects. `settle(keep)` swaps the records before the last `keep` for `settle_one(record)`, a compact
+    record of the same entry holding only what the entry is built from, once each."""
+
+    __slots__ = ("_render", "describe", "measure", "records", "settle_one", "settled", "sinks")
 
     def __init__(
         self,
         render: Callable[[object], Entry],
         describe: Callable[[object], tuple[Role, str | None]],
         measure: Callable[[object, PromptView], int],
+        settle_one: Callable[[object], object] | None = None,
     ) -> None:
         self._render = render
         self.describe = describe
         self.measure = measure
+        self.settle_one = settle_one  # a record's compact form (same entry, same tokens); None: kept as noted
         self.records: list[object] = []
+        self.settled = 0  # records before this index are in their compact form
         self.sinks: list[EntryList] = []  # the view (and the transcript) the entries go to
 
     def render(self, record: object) -> Entry:
         """The entry of one record."""
         return self._render(record)
 
+    def settle(self, keep: int) -> None:
+        """Swap every record but the last `keep` for its compact form (each once; entries unchanged)."""
+        settle_one = self.settle_one
+        records = self.records
+        stop = len(records) - keep
+        if settle_one is None or stop <= self.settled:
+            return
+        for k in range(self.settled, stop):
+            records[k] = settle_one(records[k])
+        self.settled = stop
+
     def flush(self) -> None:
         render = self._render
         built = [render(r) for r in self.records]
         self.records.clear()  # in place: the Guard holds the list's bound `append`
+        self.settled = 0
         for sink in self.sinks:
             sink.entries_built(built)
 

@@ -14,6 +14,7 @@ calls it for each recorded step, and the simulator's agent loop calls it for eac
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, cast, final
 
@@ -362,6 +363,41 @@ def _shown(result: ToolResult | None, decision: Decision, before: Decision) -> s
     return text
 
 
+# A kept view's records older than the last this many are settled into their compact form (see
+# `Deferred.settle`): a view read within that many records (every policy that compacts before a model
+# call) never pays for settling, and a view kept unread holds at most this many events' objects.
+_SETTLE_KEEP: Final = 4096
+
+
+@final
+class _Said(tuple[str, str, int | None, int, int | None]):
+    """A call's settled record: (tool, what the agent was shown, tokens, call id, turn), no objects."""
+
+    __slots__ = ()
+
+
+@final
+class _Wrote(tuple[str, int | None, int]):
+    """A turn's settled record: (the assistant message's text, the model's output tokens, turn index)."""
+
+    __slots__ = ()
+
+
+def _settled(record: object) -> object:
+    """The compact record of the entry `_entry` builds from `record`: its text made now, objects let go."""
+    kind = record.__class__
+    if kind is tuple:
+        call, result, decision, before, call_id, turn = cast(ToolRecord, record)
+        # the tool name is interned: a parsed trace holds one string per call, a settled view one per name
+        return _Said((sys.intern(call.tool), _shown(result, decision, before),
+                      result.tokens if result is not None else None, call_id, turn))
+    if kind is Turn:
+        turn_record = cast(Turn, record)
+        llm = turn_record.llm
+        return _Wrote((turn_record.message_text(), llm.output_tokens if llm else None, turn_record.index))
+    return record  # an entry (a message, a dedup placeholder) or a record already settled
+
+
 def _entry(record: object) -> Entry:
     """The view entry of what the Guard recorded: a message's entry, a turn (the assistant message: its text
     and the calls it makes, as the model wrote them) or a call (what the agent was shown of it)."""
@@ -378,6 +414,12 @@ def _entry(record: object) -> Entry:
         # needs only the model's own token count
         return Entry.later("assistant", turn_record.message_text, llm.output_tokens if llm else None,
                            turn_record.index)
+    if kind is _Said:
+        tool, text, tokens, call_id, turn_index = cast(_Said, record)
+        return Entry("tool", text, tokens, tool, call_id, turn_index)
+    if kind is _Wrote:
+        text, tokens, turn_index = cast(_Wrote, record)
+        return Entry("assistant", text, tokens, turn=turn_index)
     return cast(Entry, record)
 
 
@@ -386,8 +428,10 @@ def _describe(record: object) -> tuple[Role, str | None]:
     kind = record.__class__
     if kind is tuple:
         return "tool", cast(ToolRecord, record)[0].tool
-    if kind is Turn:
+    if kind is Turn or kind is _Wrote:
         return "assistant", None
+    if kind is _Said:
+        return "tool", cast(_Said, record)[0]
     entry = cast(Entry, record)
     return entry.role, entry.tool
 
@@ -408,6 +452,12 @@ def _measure(record: object, view: PromptView) -> int:
         if llm is not None and llm.output_tokens is not None:
             return llm.output_tokens
         return -count(turn.message_text())
+    if kind is _Said:
+        tool, text, tokens, _id, _turn = cast(_Said, record)
+        return tokens if tokens is not None else -count(text) - (count(tool) if tool else 0)
+    if kind is _Wrote:
+        text, tokens, _turn = cast(_Wrote, record)
+        return tokens if tokens is not None else -count(text)
     return view.entry_tokens(cast(Entry, record))  # the record is the entry itself: counted (and kept) once
 
 
@@ -455,6 +505,7 @@ class Guard:
         self._engines = engines = [cls(settings, run) for cls, settings in plan.engines]
         run.engines = {e.name: e for e in engines}
         self._record: Callable[[object], None] | None = None  # appends a record for the view, when kept
+        self._deferred: Deferred | None = None  # what `_record` appends to
         if keep_transcript or pm is not None or not plan.viewless:
             self._keep_view()
         self._pm: _EngineManager | None = None
@@ -503,13 +554,14 @@ class Guard:
     def _keep_view(self) -> None:
         """Record entries for the prompt view (and the transcript, when kept) from now on."""
         run = self.run
-        deferred = Deferred(_entry, _describe, _measure)
+        deferred = Deferred(_entry, _describe, _measure, _settled)
         deferred.sinks.append(run.view)
         run.view.deferred = deferred
         if self.keep_transcript:
             deferred.sinks.append(run.transcript)
             run.transcript.deferred = deferred
         self._record = deferred.records.append
+        self._deferred = deferred
 
     def _set_events(self, events: Events) -> None:
         self._events = events
@@ -541,6 +593,10 @@ class Guard:
         record = self._record
         if record is not None and (calls or (llm is not None and llm.text)):
             record(turn)  # the assistant message, built from the turn when the view is read
+            deferred = self._deferred
+            assert deferred is not None
+            if len(deferred.records) - deferred.settled > 2 * _SETTLE_KEEP:  # a view long unread
+                deferred.settle(_SETTLE_KEEP)
         fns = self._turn_start
         return _decide(_fire1(fns, turn)) if fns else ALLOW
 
