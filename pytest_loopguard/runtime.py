@@ -14,7 +14,6 @@ calls it for each recorded step, and the simulator's agent loop calls it for eac
 from __future__ import annotations
 
 import inspect
-import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, cast, final
 
@@ -369,18 +368,9 @@ def _shown(result: ToolResult | None, decision: Decision, before: Decision) -> s
 _SETTLE_KEEP: Final = 4096
 
 
-@final
-class _Said(tuple[str, str, int | None, int, int | None]):
-    """A call's settled record: (tool, what the agent was shown, tokens, call id, turn), no objects."""
-
-    __slots__ = ()
-
-
-@final
-class _Wrote(tuple[str, int | None, int]):
-    """A turn's settled record: (the assistant message's text, the model's output tokens, turn index)."""
-
-    __slots__ = ()
+# A settled record is one string, not a tuple: a tuple and its ints would cost about twice the memory.
+# "t" call id, turn, tokens, tool length; newline; tool then what the agent was shown — or "a" turn, tokens;
+# newline; the assistant message. Numbers in decimal, "-" for None; the text is last, so anything goes in it.
 
 
 def _settled(record: object) -> object:
@@ -388,14 +378,30 @@ def _settled(record: object) -> object:
     kind = record.__class__
     if kind is tuple:
         call, result, decision, before, call_id, turn = cast(ToolRecord, record)
-        # the tool name is interned: a parsed trace holds one string per call, a settled view one per name
-        return _Said((sys.intern(call.tool), _shown(result, decision, before),
-                      result.tokens if result is not None else None, call_id, turn))
+        tokens = result.tokens if result is not None else None
+        tool = call.tool
+        return (f"t{call_id} {'-' if turn is None else turn} {'-' if tokens is None else tokens} {len(tool)}\n"
+                f"{tool}{_shown(result, decision, before)}")
     if kind is Turn:
         turn_record = cast(Turn, record)
         llm = turn_record.llm
-        return _Wrote((turn_record.message_text(), llm.output_tokens if llm else None, turn_record.index))
+        tokens = llm.output_tokens if llm is not None else None
+        return f"a{turn_record.index} {'-' if tokens is None else tokens}\n{turn_record.message_text()}"
     return record  # an entry (a message, a dedup placeholder) or a record already settled
+
+
+def _number(field: str) -> int | None:
+    return None if field == "-" else int(field)
+
+
+def _unsettled(record: str) -> Entry:
+    """The entry of a settled record."""
+    head, _, body = record.partition("\n")
+    fields = head[1:].split(" ")
+    if head[0] == "a":
+        return Entry("assistant", body, _number(fields[1]), turn=int(fields[0]))
+    size = int(fields[3])
+    return Entry("tool", body[size:], _number(fields[2]), body[:size], int(fields[0]), _number(fields[1]))
 
 
 def _entry(record: object) -> Entry:
@@ -414,12 +420,8 @@ def _entry(record: object) -> Entry:
         # needs only the model's own token count
         return Entry.later("assistant", turn_record.message_text, llm.output_tokens if llm else None,
                            turn_record.index)
-    if kind is _Said:
-        tool, text, tokens, call_id, turn_index = cast(_Said, record)
-        return Entry("tool", text, tokens, tool, call_id, turn_index)
-    if kind is _Wrote:
-        text, tokens, turn_index = cast(_Wrote, record)
-        return Entry("assistant", text, tokens, turn=turn_index)
+    if kind is str:
+        return _unsettled(cast(str, record))
     return cast(Entry, record)
 
 
@@ -428,10 +430,11 @@ def _describe(record: object) -> tuple[Role, str | None]:
     kind = record.__class__
     if kind is tuple:
         return "tool", cast(ToolRecord, record)[0].tool
-    if kind is Turn or kind is _Wrote:
+    if kind is Turn:
         return "assistant", None
-    if kind is _Said:
-        return "tool", cast(_Said, record)[0]
+    if kind is str:
+        entry = _unsettled(cast(str, record))
+        return entry.role, entry.tool
     entry = cast(Entry, record)
     return entry.role, entry.tool
 
@@ -452,12 +455,11 @@ def _measure(record: object, view: PromptView) -> int:
         if llm is not None and llm.output_tokens is not None:
             return llm.output_tokens
         return -count(turn.message_text())
-    if kind is _Said:
-        tool, text, tokens, _id, _turn = cast(_Said, record)
-        return tokens if tokens is not None else -count(text) - (count(tool) if tool else 0)
-    if kind is _Wrote:
-        text, tokens, _turn = cast(_Wrote, record)
-        return tokens if tokens is not None else -count(text)
+    if kind is str:
+        entry = _unsettled(cast(str, record))
+        if entry.tokens is not None:
+            return entry.tokens
+        return -count(entry.text) - (count(entry.tool) if entry.tool else 0)
     return view.entry_tokens(cast(Entry, record))  # the record is the entry itself: counted (and kept) once
 
 
