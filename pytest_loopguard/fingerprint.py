@@ -29,6 +29,8 @@ _ORDERED = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)  # None without the C accelerator
 _C_CANONICAL: Final = None if _c_make_encoder is None else _c_make_encoder(
     None, json.JSONEncoder().default, _encode_str, None, ":", ",", True, False, True)
+_C_ORDERED: Final = None if _c_make_encoder is None else _c_make_encoder(  # the same, key order kept
+    None, json.JSONEncoder().default, _encode_str, None, ":", ",", False, False, True)
 # values that need no normalising (floats do: 1.0 is 1, NaN is refused); exact types, so no subclass slips by
 _PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
 _STR = frozenset({str})
@@ -87,7 +89,7 @@ def ordered_args_json(args: Mapping[str, Any], *, canonical: str | None = None) 
             keys = list(args)
             if keys == sorted(keys):
                 return canonical
-        return _ORDERED(args)
+        return "".join(_C_ORDERED(args, 0)) if _C_ORDERED is not None else _ORDERED(args)
     return _ORDERED(_plain(args))
 
 
