@@ -4,7 +4,7 @@ worker process, so they live in a module of their own, not in a test file.
 Each behaves as `run_jobs.replay_file` except on files whose name says otherwise: `boom*` raises while it
 is read (`policyerr*` raises a PolicyError), a trace named `explodes` in a file named *late* raises while
 it is replayed (a trace of another file with that name does not: a later one is a duplicate), `kill*`
-kills the worker, `block*` waits on the FIFO named by LOOPGUARD_TEST_FIFO (it writes its pid there) until
+kills the worker, `block*` waits on the FIFO named by LOOPGUARD_TEST_FIFO (it writes its pid there, and whether it ignores SIGINT) until
 the worker is ended.
 """
 
@@ -74,6 +74,7 @@ def killing_work(f: Path, *args: Any) -> list[Any]:
 def blocking_work(f: Path, *args: Any) -> list[Any]:
     if f.name.startswith("block"):
         with open(os.environ["LOOPGUARD_TEST_FIFO"], "w", encoding="utf-8") as fifo:
-            fifo.write(f"{os.getpid()}\n")
+            # and whether Ctrl-C is left to the parent: a worker that took it would print its own traceback
+            fifo.write(f"{os.getpid()} {signal.getsignal(signal.SIGINT) is signal.SIG_IGN}\n")
         signal.pause()  # until the parent ends this worker
     return run_jobs.replay_file(f, *args)

@@ -336,13 +336,15 @@ def test_ctrl_c_ends_the_workers_without_tracebacks(buggy: Path, tmp_path: Path)
                             env={**os.environ, "LOOPGUARD_TEST_FIFO": str(fifo)})
     try:
         with open(fifo, encoding="utf-8") as reader:  # returns once a worker is on block.yaml
-            worker = int(reader.readline())
+            pid, ignores_ctrl_c = reader.readline().split()
+            worker = int(pid)
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground group
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    assert ignores_ctrl_c == "True"
     assert proc.returncode == 130, err
     assert err == "loopguard: interrupted\n" and out == ""
     for pid in [worker, *_session_processes(proc.pid)]:  # the workers, and the forkserver once it sees us gone
