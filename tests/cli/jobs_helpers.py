@@ -4,8 +4,8 @@ worker process, so they live in a module of their own, not in a test file.
 Each behaves as `run_jobs.replay_file` except on files whose name says otherwise: `boom*` raises while it
 is read (`policyerr*` raises a PolicyError), a trace named `explodes` in a file named *late* raises while
 it is replayed (a trace of another file with that name does not: a later one is a duplicate), `kill*`
-kills the worker, `block*` waits on the FIFO named by LOOPGUARD_TEST_FIFO (it writes its pid there, and whether it ignores SIGINT) until
-the worker is ended.
+kills the worker, `block*` waits on the FIFO named by LOOPGUARD_TEST_FIFO (it writes its pid there, and
+whether it ignores SIGINT) until the worker is ended.
 """
 
 from __future__ import annotations

@@ -222,17 +222,27 @@ def buggy(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def assert_bug_ends_as_in_one_process(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                     folder: Path, bug: tuple[str, Any], work: Any,
+                                     jobs: tuple[int, ...] = JOBS) -> tuple[Any, ...]:
+    """`stream`'s function `bug[0]` swapped for the buggy `bug[1]` here and `work` (the same bug) in the
+    workers: each -j N gives what -j 1 gave, which is returned."""
+    monkeypatch.setattr(stream, *bug)
+    one = run(capsys, ["run", str(folder)])
+    monkeypatch.setattr(run_jobs, "WORK", work)
+    for n in jobs:
+        assert run(capsys, ["run", "-j", str(n), str(folder)]) == one
+    return one
+
+
 def test_a_bug_while_replaying_ends_the_run_as_in_one_process(
     buggy: Path, pooled: Pools, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(stream, "_executed", jobs_helpers.exploding_executed)
-    one = run(capsys, ["run", str(buggy)])
+    one = assert_bug_ends_as_in_one_process(capsys, monkeypatch, buggy, ("_executed", jobs_helpers.exploding_executed),
+                                            jobs_helpers.exploding_work)
     assert one[0] == 3 and one[1] == ""
     assert one[2].endswith("loopguard: internal error (please report it): KeyError: 'explodes'\n")
     assert "torn last line ignored" in one[2]
-    monkeypatch.setattr(run_jobs, "WORK", jobs_helpers.exploding_work)
-    for n in JOBS:
-        assert run(capsys, ["run", "-j", str(n), str(buggy)]) == one
 
 
 def test_a_bug_in_a_duplicate_is_never_met_as_in_one_process(
@@ -240,12 +250,9 @@ def test_a_bug_in_a_duplicate_is_never_met_as_in_one_process(
 ) -> None:
     # an earlier file names a trace `explodes` too: one process never replays b_late.yaml's, a duplicate
     write(buggy, "a_first.yaml", clicks(2, "explodes"))
-    monkeypatch.setattr(stream, "_executed", jobs_helpers.exploding_executed)
-    one = run(capsys, ["run", str(buggy)])
+    one = assert_bug_ends_as_in_one_process(capsys, monkeypatch, buggy, ("_executed", jobs_helpers.exploding_executed),
+                                            jobs_helpers.exploding_work)
     assert one[0] == 2 and "b_late.yaml: field 'name': duplicate trace name 'explodes'" in one[2]
-    monkeypatch.setattr(run_jobs, "WORK", jobs_helpers.exploding_work)
-    for n in JOBS:
-        assert run(capsys, ["run", "-j", str(n), str(buggy)]) == one
 
 
 @pytest.mark.parametrize(("name", "line"), [
@@ -258,22 +265,17 @@ def test_an_error_while_reading_a_file_ends_the_run_as_in_one_process(
 ) -> None:
     write(buggy, name, clicks(2, "never"))
     (buggy / "b_late.yaml").unlink()
-    monkeypatch.setattr(stream, "file_runs", jobs_helpers.exploding_file_runs)
-    one = run(capsys, ["run", str(buggy)])
+    one = assert_bug_ends_as_in_one_process(capsys, monkeypatch, buggy, ("file_runs", jobs_helpers.exploding_file_runs),
+                                            jobs_helpers.exploding_work)
     assert one[0] in (2, 3) and one[2].endswith(line) and one[1] == ""
-    monkeypatch.setattr(run_jobs, "WORK", jobs_helpers.exploding_work)
-    for n in JOBS:
-        assert run(capsys, ["run", "-j", str(n), str(buggy)]) == one
 
 
 def test_an_exception_that_does_not_pickle_comes_back_by_name_and_message(
     buggy: Path, pooled: Pools, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(stream, "_executed", jobs_helpers.raising_executed)
-    one = run(capsys, ["run", str(buggy)])
+    one = assert_bug_ends_as_in_one_process(capsys, monkeypatch, buggy, ("_executed", jobs_helpers.raising_executed),
+                                            jobs_helpers.unpicklable_work, jobs=(2,))
     assert one[2].endswith("internal error (please report it): Unpicklable: cannot be pickled back\n")
-    monkeypatch.setattr(run_jobs, "WORK", jobs_helpers.unpicklable_work)
-    assert run(capsys, ["run", "-j", "2", str(buggy)]) == one
 
 
 def test_a_killed_worker_ends_the_run_naming_its_file(
