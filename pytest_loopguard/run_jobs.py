@@ -215,7 +215,7 @@ def _context() -> ForkServerContext | SpawnContext | DefaultContext:
         context = multiprocessing.get_context("forkserver")
         # the workers fork from a server that imported the replay modules (and the main module, which a
         # worker would otherwise import again) once
-        context.set_forkserver_preload(["__main__", __name__])
+        context.set_forkserver_preload(["__main__", f"{__package__}.run_jobs_preload"])
         return context
     return multiprocessing.get_context("spawn")
 
