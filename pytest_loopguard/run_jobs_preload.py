@@ -3,10 +3,12 @@ the engines and the engine registry already loaded (~45 ms a worker would otherw
 
 from __future__ import annotations
 
+import contextlib
+
 from . import run_jobs  # noqa: F401  # the workers' code
 from .policy import resolve_policy
 
-try:
-    resolve_policy(None)  # the default preset: imports every built-in engine and reads the registry's plugins
-except Exception:  # a broken plugin must not take the forkserver down: each worker meets it and reports it
-    pass
+# the default preset: imports every built-in engine and reads the registry's plugins; a broken plugin must
+# not take the forkserver down: each worker meets it and reports it as one process would
+with contextlib.suppress(Exception):
+    resolve_policy(None)
