@@ -412,3 +412,10 @@ def test_batch_size_spreads_a_corpus_over_the_workers() -> None:
     assert batch_size(10, 2) == run_jobs.MIN_BATCH
     assert batch_size(20_000, 16) == 157 if run_jobs.MIN_BATCH <= 157 <= run_jobs.MAX_BATCH else True
     assert batch_size(10**7, 2) == run_jobs.MAX_BATCH
+
+
+def test_a_plain_run_does_not_import_multiprocessing() -> None:
+    code = ("import sys\nfrom pytest_loopguard import cli\nstatus = cli.main(['run', '-j', '1', 'traces/loop_guard'])\n"
+            "print(status, 'multiprocessing' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert done.stdout.splitlines()[-1] == "0 False"
