@@ -11,7 +11,9 @@ scenarios are judged when the trace runs.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +22,7 @@ from typing import Any, Final, final
 import yaml
 
 from .errors import TraceError
-from .limits import MAX_STRING
+from .limits import MAX_FILE_BYTES, MAX_STRING
 from .safeload import parse_yaml, read_bytes
 from .traceio import NAME_FORBIDDEN
 
@@ -35,6 +37,7 @@ _OTHER_BREAKS: Final = re.compile("[\r\x85\u2028\u2029]")
 _TOP: Final = re.compile(r"^[^ \t#\n][^\n]*", re.MULTILINE)  # a column-0 line that is not a comment
 _CONTENT: Final = re.compile(r"^[ \t]+[^ \t#\n]", re.MULTILINE)  # an indented line that is not a comment
 _SPECIAL: Final = re.compile(r"[&*!]")
+_HEAD_BLOCK: Final = 1 << 16  # bytes read at a time for a JSONL file's first line (a header is a few hundred)
 _PLAIN_SNIPPET: Final = 2000  # characters: nesting can be at most this deep, far below the C stack's limit
 
 try:  # the C parser, as the loader uses
@@ -57,16 +60,19 @@ class TraceHeader:
 def read_headers(path: Path) -> list[TraceHeader] | None:
     """The header of every trace in `path`, or None when only the full loader can judge the file."""
     suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        # a JSONL trace's header is its first line: the rest (steps, perhaps over the loader's size cap, which a
+        # JSONL trace may be: it is replayed as it is read) is read when the trace runs
+        head = _jsonl_head(path)
+        return None if head is None else _headers(_jsonl_header(head))
     try:
         text = read_bytes(path).decode("utf-8")
     except (TraceError, UnicodeDecodeError):
         return None
-    if suffix == ".jsonl":
-        raws: list[tuple[Any, int]] | None = _jsonl_header(text)
-    elif suffix == ".json":
-        raws = _json_object(text)
-    else:
-        raws = _yaml_headers(text)
+    return _headers(_json_object(text) if suffix == ".json" else _yaml_headers(text))
+
+
+def _headers(raws: list[tuple[Any, int]] | None) -> list[TraceHeader] | None:
     if not raws:
         return None
     headers = []
@@ -94,6 +100,38 @@ def _header(raw: Any, line: int, document: int) -> TraceHeader | None:
     if not isinstance(tags, list) or not all(isinstance(t, str) and len(t) <= MAX_STRING for t in tags):
         return None
     return TraceHeader(name, tuple(tags), line, document)
+
+
+def _jsonl_head(path: Path) -> str | None:
+    """The text of a JSONL file up to the end of its first line that is not blank; None where the file cannot
+    be read as a regular file, is not UTF-8 there, or has no such line within the loader's size cap."""
+    try:
+        # O_NONBLOCK: a FIFO named like a trace must not wait for a writer; the loader reports it
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = bytearray()
+        start = 0  # where the line being looked at starts
+        while len(data) <= MAX_FILE_BYTES:
+            chunk = os.read(fd, _HEAD_BLOCK)
+            data += chunk
+            while (end := data.find(b"\n", start)) >= 0 or not chunk:
+                line = data[start:] if end < 0 else data[start:end]
+                try:
+                    blank = not line.decode("utf-8").strip()
+                except UnicodeDecodeError:
+                    return None
+                if not blank or end < 0:
+                    return data[:len(data) if end < 0 else end].decode("utf-8")
+                start = end + 1
+        return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _jsonl_header(text: str) -> list[tuple[Any, int]] | None:

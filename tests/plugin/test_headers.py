@@ -115,12 +115,23 @@ def test_block_and_quoted_values_are_parsed_as_yaml(tmp_path: Path) -> None:
         ("list.json", "[1, 2]"),
         ("deep.json", "[" * 100_000 + "]" * 100_000),
         ("latin1.yaml", b"loopguard: 1\nname: caf\xe9\nsteps: []\n"),
+        ("latin1.jsonl", b'{"loopguard": 1, "name": "caf\xe9"}\n{"tool": "a"}\n'),
+        ("blank.jsonl", " \n\n\u00a0\n"),
     ],
 )
 def test_what_the_reader_is_unsure_of_goes_to_the_loader(tmp_path: Path, name: str, text: str | bytes) -> None:
     assert read_headers(write(tmp_path, name, text)) is None
 
 
-def test_a_fifo_is_not_read(tmp_path: Path) -> None:
-    os.mkfifo(tmp_path / "f.yaml")
-    assert read_headers(tmp_path / "f.yaml") is None  # returns at once: a FIFO is never opened for a blocking read
+@pytest.mark.parametrize("name", ["f.yaml", "f.jsonl"])
+def test_a_fifo_is_not_read(tmp_path: Path, name: str) -> None:
+    os.mkfifo(tmp_path / name)
+    assert read_headers(tmp_path / name) is None  # returns at once: a FIFO is never opened for a blocking read
+
+
+def test_a_jsonl_header_is_read_without_the_rest_of_the_file(tmp_path: Path) -> None:
+    # The steps are judged when the trace runs, streamed (the file may be over the loader's size cap): bytes
+    # that are not UTF-8 after the first line do not keep collection from reading it, however long that line.
+    about = "d" * 200_000  # the first line spans several reads
+    text = b'\n \n{"loopguard": 1, "name": "rec", "tags": ["x"], "description": "' + about.encode() + b'"}\n\xff\xfe\n'
+    assert read_headers(write(tmp_path, "r.jsonl", text)) == [TraceHeader("rec", ("x",), 0, 0)]
