@@ -148,7 +148,8 @@ def replay_file(f: Path, policy: Policy | None, resolved: dict[Any, Policy], str
     return events
 
 
-WORK: Callable[[Path, Policy | None, dict[Any, Policy], bool, bool], list[Event]] = replay_file
+Work = Callable[[Path, Policy | None, dict[Any, Policy], bool, bool], list[Event]]  # replay_file's signature
+WORK: Work = replay_file  # what the workers run on each file (the tests swap in a buggy one)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,7 +160,7 @@ class _Setup:
     policy: str | dict[str, Any] | None  # the --policy option as given: each worker resolves it once
     stream: bool
     timelines: bool
-    work: Callable[[Path, Policy | None, dict[Any, Policy], bool, bool], list[Event]]
+    work: Work
 
 
 def _worker(conn: Connection, slot: int, current: Any, setup: _Setup) -> None:
