@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = ["WorkerLost", "batch_size", "parse_jobs", "replay_file", "run_jobs", "usable_cpus"]
 
-MIN_BATCH: Final = 64  # files per task at least: a task costs a pipe round trip; fewer than 2 batches run here
+MIN_BATCH: Final = 128  # files per task at least: a task costs a pipe round trip; fewer than 2 batches run here
 MAX_BATCH: Final = 256  # files per task at most, so the last batches still spread over the workers
 BATCHES_PER_WORKER: Final = 8  # batches each worker gets over the run: the slowest one's tail stays short
 WINDOW_PER_WORKER: Final = 4  # batches in flight (sent, or done but not yet merged) per worker
