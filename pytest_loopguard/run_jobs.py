@@ -104,13 +104,27 @@ class _Escaped:
         stand_in: type[Exception] = type(self.kind, (Exception,), {})
         return stand_in(self.text)
 
-    def raise_(self) -> RunItem:
-        raise self.exception()
+
+# What a worker's replay warned (text, category, file, line), re-issued in the command where one process
+# would have issued it: the command's filters and its once-per-place registry then decide, as with `-j 1`.
+Warned = tuple[tuple[str, type[Warning], str, int], ...]
+_REGISTRIES: dict[str, dict[Any, Any]] = {}  # per source file, as each module's __warningregistry__ for -j 1
 
 
-# One file's events as a worker sends them: the file's errors, each trace's name and item (or what its run
-# raised), and what the file's reading raised, in the order `file_runs` met them.
-Event = LoopguardError | tuple[str, "RunItem | _Escaped"] | _Escaped
+def _taken(caught: list[warnings.WarningMessage]) -> Warned:
+    taken = tuple((str(w.message), w.category, w.filename, w.lineno) for w in caught)
+    caught.clear()
+    return taken
+
+
+def _reissue(warned: Warned) -> None:
+    for text, category, filename, lineno in warned:
+        warnings.warn_explicit(text, category, filename, lineno, registry=_REGISTRIES.setdefault(filename, {}))
+
+
+# One file's events as a worker sends them: the file's errors, each trace's name, item (or what its run
+# raised) and warnings, and what the file's reading raised or warned, in the order `file_runs` met them.
+Event = LoopguardError | tuple[str, "RunItem | _Escaped", Warned] | _Escaped | Warned
 
 
 def _slim(item: RunItem) -> RunItem:
@@ -129,22 +143,31 @@ def _slim(item: RunItem) -> RunItem:
 def replay_file(f: Path, policy: Policy | None, resolved: dict[Any, Policy], stream: bool,
                 timelines: bool) -> list[Event]:
     """A worker's work on one file: `file_runs` with every trace run (a later duplicate is dropped by the
-    parent's merge) and every exception caught, to be raised where one process would have raised it."""
+    parent's merge) and every exception and warning caught, to be raised or issued where one process would."""
     events: list[Event] = []
-    try:
-        for item in file_runs(f, policy, resolved, stream):
-            if isinstance(item, LoopguardError):
-                events.append(item)
-                continue
-            name, run = item
-            try:
-                got = run()
-            except Exception as exc:  # raised in the parent, unless the name is a duplicate
-                events.append((name, _Escaped(exc)))
-                continue
-            events.append((name, got if timelines else _slim(got)))
-    except Exception as exc:  # reading the file raised: the run stops there, as in one process
-        events.append(_Escaped(exc))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")  # all recorded: the command's filters choose what is shown
+        warnings.simplefilter("ignore", LoopguardWarning)  # each trace carries its own; the command shows them
+        try:
+            for item in file_runs(f, policy, resolved, stream):
+                if caught:
+                    events.append(_taken(caught))  # warned while reading up to this item
+                if isinstance(item, LoopguardError):
+                    events.append(item)
+                    continue
+                name, run = item
+                try:
+                    got = run()
+                except Exception as exc:  # raised in the parent, unless the name is a duplicate
+                    events.append((name, _Escaped(exc), _taken(caught)))
+                    continue
+                events.append((name, got if timelines else _slim(got), _taken(caught)))
+        except Exception as exc:  # reading the file raised: the run stops there, as in one process
+            if caught:
+                events.append(_taken(caught))
+            events.append(_Escaped(exc))
+        if caught:
+            events.append(_taken(caught))
     return events
 
 
@@ -169,7 +192,6 @@ def _worker(conn: Connection, slot: int, current: Any, setup: _Setup) -> None:
     # Ctrl-C reaches the whole process group: the parent alone decides to stop, and ends the workers
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.chdir(setup.cwd)
-    warnings.simplefilter("ignore", LoopguardWarning)  # each trace carries its warnings; the parent shows them
     resolved: dict[Any, Policy] = {}
     try:
         policy = resolve_policy(setup.policy) if setup.policy is not None else None
@@ -322,20 +344,26 @@ class _Pool:
 
 
 # ---- the command's side ----------------------------------------------------------------------------------
-def _given(item: RunItem) -> RunItem:
+def _given(item: RunItem | _Escaped, warned: Warned) -> RunItem:
+    """A trace's item, once `merged` asks for it (never for a duplicate): its warnings, then it or its error."""
+    _reissue(warned)
+    if isinstance(item, _Escaped):
+        raise item.exception()
     return item
 
 
 def _runs(events: list[Event]) -> FileRuns:
-    """A file's events as `merged` reads `file_runs`: an escaped exception is raised where it was met."""
+    """A file's events as `merged` reads `file_runs`: warnings issued and exceptions raised where they were met."""
     for event in events:
         if isinstance(event, _Escaped):
             raise event.exception()
         if isinstance(event, LoopguardError):
             yield event
-            continue
-        name, got = event
-        yield name, (got.raise_ if isinstance(got, _Escaped) else functools.partial(_given, got))
+        elif event and isinstance(event[0], str):  # (name, item, warnings); a Warned holds tuples
+            name, got, warned = event
+            yield name, functools.partial(_given, got, warned)
+        else:
+            _reissue(event)  # warned while the file was read up to here
 
 
 def run_jobs(

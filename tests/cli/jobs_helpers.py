@@ -5,13 +5,15 @@ Each behaves as `run_jobs.replay_file` except on files whose name says otherwise
 is read (`policyerr*` raises a PolicyError), a trace named `explodes` in a file named *late* raises while
 it is replayed (a trace of another file with that name does not: a later one is a duplicate), `kill*`
 kills the worker, `block*` waits on the FIFO named by LOOPGUARD_TEST_FIFO (it writes its pid there, and
-whether it ignores SIGINT) until the worker is ended.
+whether it ignores SIGINT) until the worker is ended. `warning_work` warns as a plugin might.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -77,4 +79,30 @@ def blocking_work(f: Path, *args: Any) -> list[Any]:
             # and whether Ctrl-C is left to the parent: a worker that took it would print its own traceback
             fifo.write(f"{os.getpid()} {signal.getsignal(signal.SIGINT) is signal.SIG_IGN}\n")
         signal.pause()  # until the parent ends this worker
+    return run_jobs.replay_file(f, *args)
+
+
+def _noisy_run(run: Any, where: str) -> Any:
+    if where.startswith("noisy"):
+        warnings.warn(f"noisy trace {where}", UserWarning, stacklevel=1)
+    return run()
+
+
+def warning_file_runs(f: Path, policy: Any, resolved: Any, streamed: bool) -> Iterator[Any]:
+    """`stream.file_runs` of a plugin that warns: reading a file named warn* (one text for all of them, so
+    Python shows it once), and running a trace named noisy* (the text names its file)."""
+    if f.name.startswith("warn"):
+        warnings.warn("odd file", UserWarning, stacklevel=1)
+    for item in _real_file_runs(f, policy, resolved, streamed):
+        if isinstance(item, tuple):
+            name, run = item
+            item = name, functools.partial(_noisy_run, run, f"{name} in {f.name}")
+        yield item
+    if f.name.startswith("warn"):
+        warnings.warn(f"read all of {f.name}", UserWarning, stacklevel=1)
+
+
+def warning_work(f: Path, *args: Any) -> list[Any]:
+    stream.file_runs = warning_file_runs
+    run_jobs.file_runs = warning_file_runs
     return run_jobs.replay_file(f, *args)

@@ -383,11 +383,11 @@ def test_batches_in_flight_stay_within_the_window(tmp_path: Path) -> None:
 def test_workers_send_passing_loaded_traces_without_their_steps(tmp_path: Path) -> None:
     passing = write(tmp_path, "p.yaml", clicks(5, "p", "expect: {outcome: incomplete}\n"))
     failing = write(tmp_path, "f.yaml", clicks(5, "f", "expect: {outcome: completed}\n"))
-    (_, (result, _)), = run_jobs.replay_file(passing, None, {}, True, False)
+    (_, (result, _), _), = run_jobs.replay_file(passing, None, {}, True, False)
     assert result.trace.steps == () and result.counts() == {"allow": 2, "warn": 2, "block": 1}
-    (_, (result, mismatches)), = run_jobs.replay_file(failing, None, {}, True, False)
+    (_, (result, mismatches), _), = run_jobs.replay_file(failing, None, {}, True, False)
     assert mismatches and len(result.trace.steps) == 5  # its mismatch table shows the steps
-    (_, (result, _)), = run_jobs.replay_file(passing, None, {}, False, True)
+    (_, (result, _), _), = run_jobs.replay_file(passing, None, {}, False, True)
     assert len(result.steps) == 5  # --coverage and --report read every step's verdicts
 
 
@@ -419,3 +419,37 @@ def test_a_plain_run_does_not_import_multiprocessing() -> None:
             "print(status, 'multiprocessing' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert done.stdout.splitlines()[-1] == "0 False"
+
+
+def test_python_warnings_of_a_worker_are_shown_as_one_process_shows_them(tmp_path: Path) -> None:
+    # pytest records warnings itself, so the command runs in a process of its own, as a user runs it
+    folder = tmp_path / "t"
+    for i in range(3):
+        write(folder, f"a{i}.yaml", clicks(2, f"fine-{i}"))
+    write(folder, "b.yaml", clicks(2, "noisy-1"))
+    write(folder, "c.yaml", clicks(2, "noisy-1"))  # a duplicate: never run by one process, so never warns
+    write(folder, "warn1.yaml", clicks(2, "noisy-2"))
+    write(folder, "warn2.yaml", clicks(2, "quiet"))
+    script = write(tmp_path, "main.py", f"""
+        import sys
+        sys.path.insert(0, {str(HELPERS)!r})
+        import jobs_helpers
+        from pytest_loopguard import cli, run_jobs, stream
+
+        stream.file_runs = jobs_helpers.warning_file_runs  # one process
+        run_jobs.WORK = jobs_helpers.warning_work  # the workers
+        run_jobs.MIN_BATCH, run_jobs.MAX_BATCH = 1, 1
+        if __name__ == "__main__":
+            sys.exit(cli.main(sys.argv[1:]))
+        """)
+
+    def command(*jobs: str) -> tuple[int, str, str]:
+        done = subprocess.run([sys.executable, str(script), "run", *jobs, str(folder)], capture_output=True,
+                              text=True, timeout=120)
+        return done.returncode, done.stdout, done.stderr
+
+    one = command()
+    assert one[2].count("UserWarning: odd file") == 1 and "noisy trace noisy-1 in b.yaml" in one[2]
+    assert "in c.yaml" not in one[2] and "read all of warn2.yaml" in one[2]
+    for n in JOBS:
+        assert command("-j", str(n)) == one
