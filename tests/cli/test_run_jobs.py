@@ -410,7 +410,8 @@ def test_usable_cpus_is_within_the_machine() -> None:
 
 def test_batch_size_spreads_a_corpus_over_the_workers() -> None:
     assert batch_size(10, 2) == run_jobs.MIN_BATCH
-    assert batch_size(20_000, 16) == 157 if run_jobs.MIN_BATCH <= 157 <= run_jobs.MAX_BATCH else True
+    assert batch_size(20_000, 16) == 157  # 128 batches: eight per worker
+    assert batch_size(1_000, 2) == 128  # the floor: eight batches of 128, four per worker
     assert batch_size(10**7, 2) == run_jobs.MAX_BATCH
 
 
