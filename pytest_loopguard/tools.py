@@ -27,6 +27,9 @@ __all__ = ["KINDS", "LOCATORS", "Classifier", "Kind", "ToolRule", "parse_rules"]
 
 Kind = Literal["observation", "action", "navigation", "read", "search", "write", "done"]
 KINDS: Final = ("observation", "action", "navigation", "read", "search", "write", "done")
+# tool names whose kind and locator are cached per classifier (a policy's runs share it for the process's
+# life, and a run may name a new tool with every call): past this, the caches start again
+TOOL_CACHE_LIMIT: Final = 4096
 _GLOB_CHARS: Final = frozenset("*?[")
 _TARGET_KEYS: Final = ("target", "shell", "verb")
 _RULE_KEYS: Final = ("tool", "kind", "when", *_TARGET_KEYS)
@@ -168,6 +171,8 @@ class Classifier:
                 result = rule.kind
                 break
         if not conditional:
+            if len(self.kinds) >= TOOL_CACHE_LIMIT:
+                self.kinds.clear()
             self.kinds[tool] = result
         return result
 
@@ -186,6 +191,8 @@ class Classifier:
         candidates = [rule for rule in self._candidates(tool) if rule.locates]
         found = next((rule for rule in candidates if _holds(rule, call)), None)
         if not any(rule.when for rule in candidates):
+            if len(self._locator_cache) >= TOOL_CACHE_LIMIT:
+                self._locator_cache.clear()
             self._locator_cache[tool] = found
         return found
 

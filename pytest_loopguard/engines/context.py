@@ -153,27 +153,39 @@ def _merged(regions: Iterable[tuple[Any, Any, Any]], merge: bool) -> list[tuple[
         return list(regions)
     out: list[list[Any]] = []
     spans: dict[Any, list[list[Any]]] = {}  # path -> its mergeable entries of `out`, as [path, start, end]
+    # a compaction runs this over up to 4 regions per token of budget: the common case (int offset and
+    # limit, the region inside or beside one span of its file) is kept to a few comparisons
     for path, offset, limit in regions:
-        if not (_whole(offset) and _whole(limit) and limit > 0):
+        if not ((offset.__class__ is int or _whole(offset)) and (limit.__class__ is int or _whole(limit))
+                and limit > 0):
             out.append([path, offset, limit, False])
             continue
         start, end = offset, offset + limit
-        mine = spans.setdefault(path, [])
+        mine = spans.get(path)
+        if mine is None:
+            mine = spans[path] = []
         hit = None
         for span in mine:  # few per file once merged
-            if start <= span[2] and span[1] <= end:
-                span[1], span[2] = min(span[1], start), max(span[2], end)
+            low, high = span[1], span[2]
+            if start <= high and low <= end:
                 hit = span
+                if start >= low and end <= high:  # inside the span: nothing changes
+                    break
+                if start < low:
+                    span[1] = start
+                if end > high:
+                    span[2] = end
+                # the widened span may now reach others of the file (spans of a file neither overlap nor
+                # touch, so only a widened one can): fold them in
+                for other in [o for o in mine if o is not span and o[1] <= span[2] and span[1] <= o[2]]:
+                    span[1], span[2] = min(span[1], other[1]), max(span[2], other[2])
+                    mine.remove(other)
+                    out.remove(other)
                 break
         if hit is None:
             hit = [path, start, end, True]
             mine.append(hit)
             out.append(hit)
-        else:  # the widened span may now reach others of the file: fold them in
-            for other in [o for o in mine if o is not hit and o[1] <= hit[2] and hit[1] <= o[2]]:
-                hit[1], hit[2] = min(hit[1], other[1]), max(hit[2], other[2])
-                mine.remove(other)
-                out.remove(other)
     return [(p, a, b - a) if spans_ else (p, a, b) for p, a, b, spans_ in out]
 
 

@@ -180,7 +180,7 @@ class FailureTracker(Engine):
         self._failing_keys = settings.failing_key_warn_at is not None or settings.failing_key_streak_warn_at is not None
         self.key_failures: LRUMap[tuple[str, str, str], int] = LRUMap(settings.max_keys)
         # every tool with a failing key since the last reset (and maybe some whose keys went since): a
-        # success of any other tool has no key to forget
+        # success of any other tool has no key to forget. Bounded: at most twice `max_keys` tools
         self._failing_tools: set[str] = set()
         self._streak_key: tuple[str, str, str] | None = None
         self.key_streak = 0
@@ -326,8 +326,13 @@ class FailureTracker(Engine):
         """A call that ran and failed: one more failure of its key, and of the streak if it is the same key."""
         target = self.run.target(call)
         key = (call.tool, target.verb, target.targets[0] if target.targets else "")
-        self._failing_tools.add(call.tool)
+        tools = self._failing_tools
+        tools.add(call.tool)
         n = self.key_failures.increment(key)
+        if len(tools) > 2 * self.settings.max_keys:
+            # a tool whose keys were all evicted has nothing to forget: the set shrinks to the tools of the
+            # (capped) keys, this one's included, and only twice the cap rebuilds it again (O(1) per failure)
+            self._failing_tools = {k[0] for k in self.key_failures}
         self.key_streak = self.key_streak + 1 if key == self._streak_key else 1
         self._streak_key = key
         s = self.settings

@@ -11,6 +11,7 @@ from pytest_loopguard.bench_pytest import bytecode_state
 from pytest_loopguard.benchsuite import SuiteRow, bare_loop, suite_table
 from pytest_loopguard.buildinfo import build_name, compiled_modules
 from pytest_loopguard.model import Step, ToolCall, Trace
+from pytest_loopguard.policy import ALIASES, preset_names
 
 QUICK = ["bench", "--events", "200", "--repeat", "1", "--policy", "default", "--policy", "qa-agent"]
 PYTEST_ROWS = ["pytest start-up (empty folder)", "pytest --collect-only, 3 files", "pytest -n 0, 3 files",
@@ -31,6 +32,15 @@ def test_bench_prints_every_row_with_its_goal(capsys: pytest.CaptureFixture[str]
     assert "≤ 3× baseline, ≥ 250k events/s (≤ 3.00×)" in lines[3] and "≤ 5 µs (≤ 3.78×)" in lines[6]
     # which build ran is part of every measurement (buildinfo's own tests check what it reports)
     assert lines[-1] == f"200 events per replay row, min and median of 1 repeats, seed 0; build: {build_name()}"
+
+
+def test_bench_without_a_policy_replays_every_preset(capsys: pytest.CaptureFixture[str]) -> None:
+    # issue 11's goal row is "≤ 3× under every preset": the bench's default set is every preset but aliases
+    assert cli.main(["bench", "--events", "50", "--repeat", "1", "--json"]) == 0
+    rows = [r["item"] for r in json.loads(capsys.readouterr().out)["rows"]]
+    presets = [n for n in preset_names() if n not in ALIASES]
+    assert len(presets) >= 16 and [r for r in rows if r.startswith("replay ") and "," not in r] == [
+        f"replay {name}" for name in presets]
 
 
 def test_bench_json_has_every_row_and_the_subprocess_rows(capsys: pytest.CaptureFixture[str]) -> None:

@@ -203,3 +203,9 @@ def test_tool_calls_do_not_carry_the_extra_modes() -> None:
     fields = getattr(ToolCall, "__mypyc_attrs__", None) or ToolCall.__slots__
     assert set(fields) == {"tool", "args", "canonical", "fingerprint", "_ordered"}
     assert call.canonical == '{"a":1}'
+
+
+def test_the_as_written_form_is_computed_on_first_use() -> None:
+    call = ToolCall.of("t", {"b": 1.0, "a": 2})
+    assert call._ordered is None  # building a call writes only its canonical identity
+    assert call.ordered == '{"b":1.0,"a":2}' and call._ordered is call.ordered  # then kept

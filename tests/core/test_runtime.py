@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
+import pytest
+
 from pytest_loopguard import Clock, Decision, Guard, ToolCall, ToolResult, Verdict, resolve_policy
 from pytest_loopguard.conversation import Entry, PromptView
 from pytest_loopguard.engines.base import Engine, EngineSettings, register_engine
@@ -159,6 +161,25 @@ def test_without_keep_transcript_the_guard_keeps_no_history_nobody_reads() -> No
     assert [e.role for e in guard.run.view.entries] == ["assistant", "tool"] and len(guard.run.transcript) == 0
 
 
+def test_a_long_live_run_under_default_holds_a_bounded_view_and_no_transcript() -> None:
+    # issue 11: a live Guard kept 40,000 entries after 20,000 calls. Under `default` the context engine reads
+    # the view and compacts it at its threshold, so the view stays within the window whatever the run's length
+    guard = Guard(resolve_policy("default"), context={"window_tokens": 4000})
+    largest = compactions = 0
+    for i in range(5_000):  # 10,000 entries if nothing bounded the view
+        guard.end_turn()
+        llm = LLMCall(output_tokens=10)
+        compactions += sum(v.reason == "context.compact" for v in guard.before_llm(llm).verdicts)
+        largest = max(largest, guard.run.view.size())
+        call = ToolCall.of("read_file", {"path": f"src/m{i}.py"})  # every call new: no engine stops the run
+        guard.start_turn([call], llm)
+        before = guard.before_call(call)
+        guard.after_call(call, ToolResult(text="x", tokens=30) if before.runs else None, before)
+    assert compactions > 25
+    assert largest < 200  # entries of at least 10 tokens below a 3,200-token threshold, and the summary
+    assert len(guard.run.transcript) == 0
+
+
 def test_a_call_warned_twice_shows_the_result_a_blank_line_then_the_warnings_one_per_line() -> None:
     # default: the 3rd identical read warns twice, from loop_guard and from read_tracker
     guard = Guard(resolve_policy("default"), keep_transcript=True)
@@ -237,6 +258,48 @@ def test_a_wrapping_plugin_still_sees_every_call() -> None:
                   plugins=[Wrapper()])
     assert call_through(guard, CLICK).action == "warn"
     assert seen == ["browser_click"]
+
+
+def test_a_wrapper_gets_and_may_change_the_engines_answers() -> None:
+    # pluggy's caller runs a wrapped event: the wrapper sees what the engines returned and its answer counts
+    seen: list[list[str]] = []
+
+    class Silencer:
+        @hookimpl(wrapper=True)
+        def loopguard_before_call(self, call: ToolCall) -> Any:
+            inner = yield
+            seen.append([v.reason for v in inner if isinstance(v, Verdict)])
+            return []
+
+    policy = resolve_policy({"preset": "default", "loop_guard": {"warn_at": 1, "block_at": 9}})
+    assert call_through(Guard(policy), CLICK).action == "warn"
+    assert call_through(Guard(policy, plugins=[Silencer()]), CLICK).action == "allow"
+    assert seen == [["loop_guard.consecutive_warning"]]
+
+
+class _Fresh(Engine):
+    """An engine class no Guard has read yet."""
+
+    name = "test_fresh"
+
+    @hookimpl
+    def loopguard_before_call(self, call: ToolCall) -> None:
+        return None
+
+
+def test_an_engine_class_is_read_once_and_a_guard_without_plugins_builds_no_plugin_manager(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_loopguard import runtime
+
+    read: list[type] = []
+    real = runtime._read_impls
+    monkeypatch.setattr(runtime, "_read_impls", lambda cls: read.append(cls) or real(cls))
+    register_engine(_Fresh)
+    guards = [Guard(Policy(f"fresh-{i}", {"test_fresh": EngineSettings()})) for i in range(3)]  # three plans
+    assert read == [_Fresh]  # per class, not per policy or per Guard
+    assert all(g._pm is None for g in guards)
+    assert [f for f, _how in guards[0]._before_call] == [guards[0].run.engines["test_fresh"].loopguard_before_call]
+    assert guards[0].pm is not None and guards[0]._pm is not None  # built on first use
 
 
 def test_a_plugin_registered_after_the_guard_is_built_is_called() -> None:

@@ -15,6 +15,7 @@ from pytest_loopguard.bench import synthetic_trace
 from pytest_loopguard.errors import LoopguardWarning, NotATraceError, TraceError
 from pytest_loopguard.expect import check
 from pytest_loopguard.model import Message, Step, ToolCall, ToolResult, Trace
+from pytest_loopguard.policy import resolve_policy
 from pytest_loopguard.replay import replay
 from pytest_loopguard.stream import replay_jsonl, run_paths
 from pytest_loopguard.traceio import dump, load_file, validate_paths
@@ -291,3 +292,39 @@ def test_every_corpus_header_streams_as_loaded(tmp_path: Path) -> None:
             header = stream._header(stream._rows(handle, str(path)), str(path))
         loaded = load_file(path)[0]
         assert _fields(header) == _fields(dataclasses.replace(loaded, steps=())), trace.name
+
+
+def test_run_streams_a_jsonl_trace_longer_than_the_loader_may_hold(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # `loopguard run` replays a JSONL file as it reads it, so the loader's bound on a whole trace (it holds
+    # every step) does not apply: lowered to 50 steps, the 200-step file is refused whole and run streamed
+    from pytest_loopguard import traceio
+
+    trace = synthetic_trace("long", random.Random(3), steps=200)
+    path = tmp_path / "long.jsonl"
+    dump(trace, path)
+    full = replay(load_file(path)[0], "roo")  # nothing stops the synthetic trace under roo: every step replayed
+    assert len(trace.steps) > 200 and full.counts().get("not_reached", 0) == 0
+    monkeypatch.setattr(traceio, "MAX_STEPS", 50)
+    with pytest.raises(TraceError, match="at most 50"):
+        load_file(path)
+    (got,) = list(run_paths([path], resolve_policy("roo")))
+    assert not isinstance(got, Exception)
+    result, mismatches = got
+    assert (result.outcome, result.counts()) == (full.outcome, full.counts())
+    assert result.steps == () and mismatches == []
+
+
+def test_run_replays_each_file_before_reading_the_next(tmp_path: Path) -> None:
+    # results come out file by file as each is read: a file removed after the first result is not found
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for name, suffix in (("a", "jsonl"), ("b", "yaml"), ("c", "jsonl")):
+        dump(synthetic_trace(name, random.Random(1), steps=30), folder / f"{name}.{suffix}")
+    results = run_paths([folder / "a.jsonl", folder / "b.yaml", folder / "c.jsonl"], None)
+    first = next(results)
+    assert not isinstance(first, Exception) and first[0].trace.name == "a"
+    (folder / "b.yaml").unlink()
+    (folder / "c.jsonl").unlink()
+    rest = list(results)
+    assert [str(e) for e in rest] == [f"{folder / n}: no such file or folder" for n in ("b.yaml", "c.jsonl")]

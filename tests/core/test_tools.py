@@ -6,7 +6,7 @@ import pytest
 
 from pytest_loopguard import PolicyError, resolve_policy
 from pytest_loopguard.model import ToolCall
-from pytest_loopguard.tools import Classifier, ToolRule, parse_rules
+from pytest_loopguard.tools import TOOL_CACHE_LIMIT, Classifier, ToolRule, parse_rules
 
 
 def kind(classifier: Classifier, tool: str, **args: object) -> str:
@@ -82,3 +82,18 @@ def test_bad_rules_name_their_field(raw: object, field: str) -> None:
 def test_rule_round_trips_to_its_mapping() -> None:
     raw = [{"tool": "computer", "kind": "observation", "when": {"action": "screenshot"}}]
     assert [r.to_dict() for r in parse_rules(raw)] == raw
+
+
+def test_the_per_tool_caches_stay_bounded_and_answer_the_same() -> None:
+    # a policy's classifier lives as long as the process: a run naming a new tool with every call must not
+    # grow it without bound, and a forgotten answer is worked out again the same
+    rules = [ToolRule("read_*", kind="read"), ToolRule("shell", kind="action", shell="cmd")]
+    classifier = Classifier(rules)
+    names = [f"read_{i}" if i % 2 else f"tool_{i}" for i in range(3 * TOOL_CACHE_LIMIT)]
+    kinds = [classifier.kind(ToolCall.of(name, {})) for name in names]
+    locators = [classifier.locator(ToolCall.of(name, {})) for name in names]
+    assert len(classifier.kinds) <= TOOL_CACHE_LIMIT and len(classifier._locator_cache) <= TOOL_CACHE_LIMIT
+    assert kinds == ["read" if n.startswith("read_") else "action" for n in names]
+    assert [classifier.kind(ToolCall.of(n, {})) for n in names[:10]] == kinds[:10]  # evicted: the same answer
+    assert [classifier.locator(ToolCall.of(n, {})) for n in names[:10]] == locators[:10]
+    assert classifier.locator(ToolCall.of("shell", {"cmd": "cat a.py"})) is not None

@@ -114,6 +114,23 @@ def test_failure_tracker_eviction_forgets_an_exact_failure_count() -> None:
     assert failure_tracker_last(1) == []
 
 
+def test_failure_tracker_tools_with_failing_keys_stay_within_twice_the_cap() -> None:
+    g = guard("default", "failure_tracker", max_keys=3, failing_key_warn_at=2, failing_key_streak_warn_at=None)
+    engine = g.run.engines["failure_tracker"]
+    assert isinstance(engine, FailureTracker)
+    for i in range(100):  # a new tool failing each time: its key evicts an older tool's
+        call(g, f"tool_{i}", "boom", ok=False, path=f"f{i}.py")
+        # every tool with a key held is known (a success of it must forget the key), and few others are
+        assert {key[0] for key in engine.key_failures} <= engine._failing_tools
+        assert len(engine._failing_tools) <= 6
+    assert len(engine.key_failures) == 3
+    # the tools whose keys are held are still known: a success of the last one forgets its key, so its next
+    # failure is a first one again (no warning at 2)
+    call(g, "tool_99", "fixed", path="f99.py")
+    assert reasons(call(g, "tool_99", "boom", ok=False, path="f99.py")) == []
+    assert reasons(call(g, "tool_99", "boom", ok=False, path="f99.py")) == ["failure_tracker.failing_key"]
+
+
 def read_tracker_last(max_keys: int) -> list[str]:
     g = guard("default", "read_tracker", file_reads_warn_at=2, max_keys=max_keys)
     call(g, "bash", command="cat a.py")
