@@ -251,7 +251,7 @@ class _Worker:
 
 
 def _death(process: BaseProcess) -> str:
-    process.join(1)
+    process.join(10)  # its pipe closed as it died: the exit status follows within moments
     code = process.exitcode
     if code is not None and code < 0:
         try:
