@@ -226,7 +226,7 @@ def _sendable(events: list[Event], error: Exception) -> list[Event]:
     try:
         pickle.dumps(events)
     except Exception:
-        return [_Escaped(RuntimeError(f"a result cannot be sent between processes ({error}); run with -j 1"))]
+        return [_Escaped(RuntimeError(f"a result cannot be sent between processes (run with -j 1): {error}"))]
     return events
 
 

@@ -106,3 +106,12 @@ def warning_work(f: Path, *args: Any) -> list[Any]:
     stream.file_runs = warning_file_runs
     run_jobs.file_runs = warning_file_runs
     return run_jobs.replay_file(f, *args)
+
+
+def unsendable_work(f: Path, *args: Any) -> list[Any]:
+    """A file named unsendable* gives a result that does not pickle (as a plugin's verdict data might)."""
+    events = run_jobs.replay_file(f, *args)
+    if f.name.startswith("unsendable"):
+        name, item, warned = events[0]
+        return [(name, (item[0], [lambda: "not picklable"]), warned)]
+    return events

@@ -455,3 +455,17 @@ def test_python_warnings_of_a_worker_are_shown_as_one_process_shows_them(tmp_pat
     assert "in c.yaml" not in one[2] and "read all of warn2.yaml" in one[2]
     for n in JOBS:
         assert command("-j", str(n)) == one
+
+
+def test_a_result_that_cannot_cross_ends_the_run_at_its_file(
+    buggy: Path, pooled: Pools, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (buggy / "b_late.yaml").unlink()
+    write(buggy, "unsendable.yaml", clicks(2, "unsendable"))
+    monkeypatch.setattr(run_jobs, "WORK", jobs_helpers.unsendable_work)
+    status, out, err, _ = run(capsys, ["run", "-j", "2", str(buggy)])
+    assert status == 3 and out == ""
+    last = err.splitlines()[-1]
+    assert last.startswith("loopguard: internal error (please report it): RuntimeError: a result cannot be sent "
+                           "between processes (run with -j 1): ")
+    assert "lambda" in last and "torn last line ignored" in err  # a9.jsonl came before it
