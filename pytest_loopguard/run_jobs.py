@@ -21,6 +21,8 @@ import dataclasses
 import functools
 import os
 import signal
+import sys
+import types
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -236,11 +238,24 @@ def _context() -> ForkServerContext | SpawnContext | DefaultContext:
 
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        # the workers fork from a server that imported the replay modules (and the main module, which a
-        # worker would otherwise import again) once
-        context.set_forkserver_preload(["__main__", f"{__package__}.run_jobs_preload"])
+        # the workers fork from a server that imported the replay modules once
+        context.set_forkserver_preload([f"{__package__}.run_jobs_preload"])
         return context
     return multiprocessing.get_context("spawn")
+
+
+@contextlib.contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """While workers start, the program's main module is out of sight: multiprocessing would have each one
+    (and the forkserver) import it again, which fails for a program read from stdin and runs an unguarded
+    script's own code once more. The workers never need it: everything they run is in a module of its own."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")  # no __file__, no __spec__: nothing to import
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
 
 
 @dataclasses.dataclass
@@ -271,13 +286,14 @@ class _Pool:
         self._finished = False
         self.most_in_flight = 0  # batches sent and not yet merged, at most: the reorder buffer's bound
         try:
-            for slot in range(jobs):
-                here, there = context.Pipe()
-                process = context.Process(target=_worker, args=(there, slot, self._current, setup),
-                                          name=f"loopguard-run-{slot}", daemon=True)
-                process.start()
-                there.close()
-                self._workers.append(_Worker(process, here))
+            with _main_module_hidden():
+                for slot in range(jobs):
+                    here, there = context.Pipe()
+                    process = context.Process(target=_worker, args=(there, slot, self._current, setup),
+                                              name=f"loopguard-run-{slot}", daemon=True)
+                    process.start()
+                    there.close()
+                    self._workers.append(_Worker(process, here))
         except BaseException:
             self.close()
             raise
@@ -388,8 +404,9 @@ def run_jobs(
     setup = _Setup(os.getcwd(), spec, stream, not stream, WORK)
     pool = _Pool(min(jobs, len(batches)), setup)
     try:
+        # results first: zip asks it for one more batch at the end, which lets it mark the run complete
         pooled = ((files[index][0], files[index][1], _runs(events))
-                  for batch, outs in zip(batches, pool.results(batches, lambda i: str(files[i][0])), strict=False)
+                  for outs, batch in zip(pool.results(batches, lambda i: str(files[i][0])), batches, strict=True)
                   for (index, _), events in zip(batch, outs, strict=True))
         yield from merged(pooled, skipped)
     finally:

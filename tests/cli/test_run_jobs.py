@@ -469,3 +469,19 @@ def test_a_result_that_cannot_cross_ends_the_run_at_its_file(
     assert last.startswith("loopguard: internal error (please report it): RuntimeError: a result cannot be sent "
                            "between processes (run with -j 1): ")
     assert "lambda" in last and "torn last line ignored" in err  # a9.jsonl came before it
+
+
+def test_a_program_read_from_stdin_without_a_main_guard_can_run_jobs(mixed: Path) -> None:
+    # multiprocessing would have each worker import the main module again: from stdin it has no file, and an
+    # unguarded script would run its own code once more; the workers start without it
+    def program(jobs: str) -> tuple[int, str, str]:
+        code = ("from pytest_loopguard import cli, run_jobs\n"
+                "run_jobs.MIN_BATCH, run_jobs.MAX_BATCH = 1, 1\n"
+                f"print('status', cli.main(['run', '-j', {jobs!r}, 'traces']))\n")
+        done = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True, timeout=120,
+                              cwd=mixed)
+        return done.returncode, done.stdout, done.stderr
+
+    one = program("1")
+    assert one[0] == 0 and one[1].endswith("status 2\n") and "Traceback" not in one[2]
+    assert program("3") == one
