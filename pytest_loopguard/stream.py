@@ -373,6 +373,7 @@ def file_runs(f: Path, policy: Policy | None, resolved: dict[Any, Policy], strea
 
 
 def _executed(trace: Trace, policy: Policy | None, resolved: dict[Any, Policy]) -> RunItem:
+    """A loaded trace replayed (or simulated) and checked; an error of its input as its item."""
     try:
         with resolving_once(resolved):
             result = execute(trace, policy)
