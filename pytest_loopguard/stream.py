@@ -337,7 +337,6 @@ def replay_jsonl(
     return StreamedRun(result, mismatches)
 
 
-
 RunItem = tuple[ReplayResult, list[Mismatch]] | LoopguardError
 # One file's replay as `merged` reads it: its error (a NotATraceError for a file that is no trace), or each
 # trace's name with how to get its item; the item is only asked for a name no earlier file holds.
