@@ -1,6 +1,6 @@
 """The `loopguard` command: replay a corpus, show one timeline, validate files, compare presets and policies.
 
-    loopguard run [PATHS...] [--policy P] [--json]        replay and check expectations (exit 1 on a mismatch);
+    loopguard run [PATHS...] [--policy P] [--json] [-j N] replay and check expectations (exit 1 on a mismatch);
                                                           PATHS default to the loopguard_paths ini option
     loopguard replay FILE[::NAME] [--policy P] [--json]    one trace's verdict timeline
     loopguard validate PATHS...                            load every file, report every bad one
@@ -15,7 +15,8 @@
 
 Bad input (a malformed trace, an unknown preset) is reported in one line per bad file without a traceback;
 the other files still run. Exit status: 0 ok, 1 an expectation failed, 2 some input was bad (this wins over
-1: a corpus with a bad file is not a passing corpus), 3 an internal error (a bug in loopguard, never bad input).
+1: a corpus with a bad file is not a passing corpus), 3 an internal error (a bug in loopguard, never bad input,
+or a `run -j` worker process killed), 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from .model import ReplayResult, Trace
 from .policy import ALIASES, Policy, preset_names, resolve_policy
 from .policy_option import parse_policy_option
 from .report import json_entry, mismatch_table, shorten, summary_table, timeline_table
+from .run_jobs import WorkerLost, parse_jobs, run_jobs
 from .runner import execute, load_file, simulate, validate_paths
 from .stream import run_paths
 from .traceio import dump
@@ -50,6 +52,7 @@ EXIT_OK = 0
 EXIT_MISMATCH = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130  # what a shell reports for a command Ctrl-C stopped (128 + SIGINT)
 OFF = "—"  # an engine the preset does not enable
 SETTING_WIDTH = 28  # long lists (marker words, tool names) are cut so presets fit side by side
 
@@ -182,8 +185,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
         paths = trace_paths(Path.cwd())
     timelines = bool(args.coverage or args.report)  # coverage and reports read every step's verdicts
+    if args.jobs > 1:  # the same items in the same order from several processes (run_jobs)
+        items = run_jobs(paths, policy, args.policy, args.jobs, skipped=skipped, stream=not timelines)
+    else:
+        items = run_paths(paths, policy, skipped=skipped, stream=not timelines)
     with _trace_warnings():  # each file is replayed as it is read (JSONL streamed): memory stays flat
-        for item in progress(run_paths(paths, policy, skipped=skipped, stream=not timelines), "replaying"):
+        for item in progress(items, "replaying"):
             if isinstance(item, LoopguardError):
                 errors.append(item)
             else:
@@ -417,6 +424,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _jobs_type(text: str) -> int:
+    try:
+        return parse_jobs(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
     """The `loopguard` parser; for `run`, `replay` and `validate` (`command`) without the diff, import and eval
     commands, whose modules (and what they import) a replay never needs: start-up is part of every run."""
@@ -440,6 +454,8 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print a JSON list, one entry per trace")
     p.add_argument("--coverage", action="store_true", help="print rule coverage (reason codes no trace triggers)")
     p.add_argument("--report", metavar="PATH", help="write a report file: .json, .md or .html")
+    p.add_argument("-j", "--jobs", type=_jobs_type, default=1, metavar="N",
+                   help="replay on N processes, output identical to one (0 or auto: one per CPU; default 1)")
 
     p = add("replay", _cmd_replay, "print one trace's verdict timeline")
     p.add_argument("file", metavar="FILE", help="a trace file; FILE::NAME picks one trace of several")
@@ -521,6 +537,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except BrokenPipeError:  # output piped into `head`: nothing left to say
         return EXIT_OK
+    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback (`run -j` has ended its workers by now)
+        _err("loopguard: interrupted")
+        return EXIT_INTERRUPTED
+    except WorkerLost as exc:  # killed (out of memory?) rather than a bug: no "please report it"
+        _error(exc)
+        return EXIT_INTERNAL
     except OSError as exc:  # e.g. -o into a folder that does not exist
         _error(f"{exc.filename or ''}: {exc.strerror}")
         return EXIT_BAD_INPUT

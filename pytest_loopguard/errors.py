@@ -27,8 +27,26 @@ _BRIEF.maxlevel, _BRIEF.maxdict, _BRIEF.maxlist, _BRIEF.maxtuple = 3, 6, 6, 6
 _BRIEF.maxstring, _BRIEF.maxother, _BRIEF.maxlong = 80, 80, 40
 
 
+def _rebuilt(cls: type[LoopguardError], problem: str, keywords: dict[str, Any]) -> LoopguardError:
+    """An error made again from its fields (what `__reduce__` gives pickle)."""
+    return cls(problem, **keywords)  # every class that names fields (`_fields`) takes these keywords
+
+
 class LoopguardError(Exception):
     """Root of every error pytest-loopguard raises on purpose."""
+
+    def _fields(self) -> tuple[str, dict[str, Any]] | None:
+        """The problem and keyword arguments the error is made from; None: its message is all it holds."""
+        return None
+
+    def __reduce__(self) -> Any:
+        # Exception pickles as `cls(*args)`, args being the rendered message: an error with keyword fields
+        # would come back from another process (`loopguard run -j`) with its message rendered twice or not at
+        # all, so it is made again from its fields; attributes set later (notes) ride along as its state.
+        fields = self._fields()
+        if fields is None:
+            return super().__reduce__()
+        return _rebuilt, (type(self), *fields), self.__dict__
 
 
 class TraceError(LoopguardError, ValueError):
@@ -49,6 +67,9 @@ class TraceError(LoopguardError, ValueError):
         self.line = line
         self.field = field
         super().__init__(self._render())
+
+    def _fields(self) -> tuple[str, dict[str, Any]] | None:
+        return self.problem, {"file": self.file, "step": self.step, "line": self.line, "field": self.field}
 
     def _render(self) -> str:
         where = self.file or "<trace>"
@@ -92,6 +113,9 @@ class NotATraceError(TraceError):
         self.document = document
         self.parsed = parsed
 
+    def _fields(self) -> tuple[str, dict[str, Any]] | None:
+        return self.problem, {"file": self.file, "line": self.line, "document": self.document, "parsed": self.parsed}
+
 
 @final
 class PolicyError(LoopguardError, ValueError):
@@ -105,6 +129,9 @@ class PolicyError(LoopguardError, ValueError):
         where = f"policy field '{field}': " if field else "policy: "
         super().__init__(f"{prefix}{where}{problem}")
 
+    def _fields(self) -> tuple[str, dict[str, Any]] | None:
+        return self.problem, {"field": self.field, "source": self.source}
+
 
 @final
 class RedactionError(LoopguardError, ValueError):
@@ -114,6 +141,9 @@ class RedactionError(LoopguardError, ValueError):
         self.problem = problem
         self.rule = rule
         super().__init__(f"redact rule {rule}: {problem}")
+
+    def _fields(self) -> tuple[str, dict[str, Any]] | None:
+        return self.problem, {"rule": self.rule}
 
 
 @final
