@@ -364,7 +364,7 @@ def _shown(result: ToolResult | None, decision: Decision, before: Decision) -> s
 
 # A kept view's records older than the last this many are settled into their compact form (see
 # `Deferred.settle`): a view read within that many records (every policy that compacts before a model
-# call) never pays for settling, and a view kept unread holds at most this many events' objects.
+# call) never pays for settling, and a view kept unread holds at most twice this many events' objects.
 _SETTLE_KEEP: Final = 4096
 
 
@@ -595,10 +595,9 @@ class Guard:
         record = self._record
         if record is not None and (calls or (llm is not None and llm.text)):
             record(turn)  # the assistant message, built from the turn when the view is read
-            deferred = self._deferred
-            assert deferred is not None
-            if len(deferred.records) - deferred.settled > 2 * _SETTLE_KEEP:  # a view long unread
-                deferred.settle(_SETTLE_KEEP)
+            deferred = self._deferred  # set with `_record`
+            if deferred is not None and len(deferred.records) - deferred.settled > 2 * _SETTLE_KEEP:
+                deferred.settle(_SETTLE_KEEP)  # a view long unread: its old records let their objects go
         fns = self._turn_start
         return _decide(_fire1(fns, turn)) if fns else ALLOW
 
