@@ -84,6 +84,9 @@ def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
     return b"".join(chunks)
 
 
+_NESTING_LIMIT: Final = "exceeded maximum nesting depth"  # libyaml's problem text past its own depth bound
+
+
 def _yaml_error(exc: yaml.YAMLError, path: str | None) -> TraceError:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -133,6 +136,13 @@ def check_yaml_events(text: str, path: str | None = None) -> None:
             if total > MAX_NODES:
                 raise refuse(f"more than {MAX_NODES} values once aliases are expanded", event)
     except yaml.YAMLError as exc:
+        if _NESTING_LIMIT in str(getattr(exc, "problem", "")):
+            # libyaml's own bound (1,000 levels, from the one PyYAML 6.0.4 bundles) can stop the scanner, which
+            # looks ahead through a flow collection's openers, before an event reaches the depth check above:
+            # past that bound is past ours, and said as ours
+            mark = getattr(exc, "problem_mark", None)
+            raise TraceError(f"nested deeper than {MAX_DEPTH} levels", file=path,
+                             line=mark.line + 1 if mark is not None else None) from None
         raise _yaml_error(exc, path) from None
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pytest_loopguard import safeload
 from pytest_loopguard.errors import TraceError
@@ -115,6 +117,21 @@ def test_very_deep_yaml_is_refused_without_recursing() -> None:
     assert sys.getrecursionlimit() < 200_000
     error = refused(TRACE.replace("VALUE", "[" * 200_000 + "]" * 200_000))
     assert "nested deeper" in error.problem
+
+
+def test_a_parser_that_stops_at_its_own_depth_bound_is_refused_as_too_deep(monkeypatch: pytest.MonkeyPatch) -> None:
+    # libyaml (the one PyYAML 6.0.4 bundles) stops at 1,000 levels, its scanner looking ahead through flow
+    # openers before the event walk has counted to MAX_DEPTH: whichever bound stops the text, the refusal is
+    # ours, at the parser's line
+    mark = yaml.Mark("x.trace", 0, 4, 12, None, None)
+
+    def parse(text: str, Loader: object) -> Iterator[object]:
+        yield from ()
+        raise yaml.scanner.ScannerError("while increasing flow level", mark, "exceeded maximum nesting depth", mark)
+
+    monkeypatch.setattr(safeload.yaml, "parse", parse)
+    error = refused(TRACE.replace("VALUE", "1"))
+    assert (error.problem, error.line) == (f"nested deeper than {MAX_DEPTH} levels", 5)
 
 
 def test_alias_expansion_at_its_edge(monkeypatch: pytest.MonkeyPatch) -> None:
