@@ -53,7 +53,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..conversation import Entry
 from ..hookspecs import hookimpl
 from ..model import Verdict
-from .base import Engine, EngineSettings, per_settings
+from .base import Engine, EngineSettings, at_least, per_settings
+from .lru import DEFAULT_MAX_KEYS
 
 if TYPE_CHECKING:
     from ..conversation import PromptView
@@ -120,8 +121,24 @@ class Settings(EngineSettings):
     # keeping the injection bounded (our choice; the hermes presets keep the published whole list)
     merge_regions: bool = True  # adjacent and overlapping regions of one file become one line
     injection_max_tokens: int | None = 1000  # None: the whole list, however long, even past the threshold
+    # the todo list keeps at most this many todos: past it the oldest done ones go, then the oldest (docs/engines.md,
+    # "Bounded state")
+    max_todos: int = DEFAULT_MAX_KEYS
     # run length
     max_turns: int | None = None
+
+    def __post_init__(self) -> None:
+        at_least(self, 1, "max_todos")
+
+
+def _drop_oldest(todos: dict[str, tuple[str, str]], excess: int) -> None:
+    """Take `excess` todos out of the list: the oldest that are not active (never injected) first, then the
+    oldest active ones."""
+    done = [tid for tid, (_, status) in todos.items() if status not in ACTIVE_TODO][:excess]
+    skip = set(done)
+    oldest = list(itertools.islice((tid for tid in todos if tid not in skip), excess - len(done)))
+    for tid in (*done, *oldest):
+        del todos[tid]
 
 
 def compaction_boundary(
@@ -383,6 +400,8 @@ class Context(Engine):
             content = item.get("content", old[0] if old else "")
             status = item.get("status", old[1] if old else "pending")
             todos[tid] = (str(content), str(status))
+        if len(todos) > self.settings.max_todos:
+            _drop_oldest(todos, len(todos) - self.settings.max_todos)
 
     @hookimpl
     def loopguard_before_llm(self, llm: LLMCall, view: PromptView) -> Verdict | None:

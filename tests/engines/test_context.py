@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from pytest_loopguard.conversation import Entry, PromptView
 from pytest_loopguard.engines.context import Context, compaction_boundary
+from pytest_loopguard.errors import PolicyError
 from pytest_loopguard.hookspecs import hookimpl
 from pytest_loopguard.model import LLMCall, ToolCall, ToolResult, Verdict, combine
 from pytest_loopguard.policy import ALIASES, preset_names, resolve_policy
@@ -668,6 +669,21 @@ def test_todo_list_replace_merge_and_read() -> None:
     assert len(ctx.todos) == 5
     todo(g, [{"id": "7", "content": "only", "status": "in_progress"}])  # no merge: replaces
     assert ctx.todos == [("7", "only", "in_progress")]
+
+
+def test_the_todo_list_is_bounded_dropping_done_todos_first() -> None:
+    g = guard({"preset": "hermes", "context": {"max_todos": 3}})
+    model_call(g, output_tokens=1)
+    ctx = context_of(g)
+    todo(g, [{"id": "1", "content": "a", "status": "pending"}, {"id": "2", "content": "b", "status": "completed"},
+             {"id": "3", "content": "c", "status": "in_progress"}])
+    todo(g, [{"id": "4", "content": "d", "status": "pending"}], merge=True)  # the done one goes, not the oldest
+    assert [t[0] for t in ctx.todos] == ["1", "3", "4"]
+    todo(g, [{"id": "5", "content": "e", "status": "pending"}, {"id": "6", "content": "f", "status": "cancelled"}],
+         merge=True)  # 5 todos: the cancelled one goes, then the oldest active
+    assert [t[0] for t in ctx.todos] == ["3", "4", "5"]
+    with pytest.raises(PolicyError, match="max_todos"):
+        guard({"preset": "hermes", "context": {"max_todos": 0}})
 
 
 # ---- accounting cost -------------------------------------------------------------------------------
