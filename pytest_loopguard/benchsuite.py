@@ -268,12 +268,15 @@ def run_suite(
             folder = Path(tmp)
             if corpus:
                 root = write_corpus(folder, corpus, seed)
-                wall, peak, status = _subprocess_run([str(root)])
-                rows.append(SuiteRow(f"loopguard run, {corpus} files", "run", 1, wall * 1e6, wall * 1e6,
+                # about a second each: run up to 3 times, as the pytest rows are, and judged on the fastest
+                runs = [_subprocess_run([str(root)]) for _ in range(max(1, min(repeat, 3)))]
+                wall, median = min(r[0] for r in runs), statistics.median(r[0] for r in runs)
+                peak, status = max(r[1] for r in runs), max(r[2] for r in runs)
+                rows.append(SuiteRow(f"loopguard run, {corpus} files", "run", 1, wall * 1e6, median * 1e6,
                                      goal="≤ 1 s for 1,000 files",
                                      met=wall <= 1.0 if corpus == 1000 else None,
-                                     extra={"seconds": round(wall, 3), "peak_rss_mb": round(peak, 1),
-                                            "exit": status}))
+                                     extra={"seconds": round(wall, 3), "median_seconds": round(median, 3),
+                                            "peak_rss_mb": round(peak, 1), "exit": status}))
                 from .bench_pytest import pytest_rows  # it builds rows of this module's kind
 
                 rows += pytest_rows(folder, root, repeat)
