@@ -405,8 +405,17 @@ def test_a_bad_jobs_option_is_one_line(text: str, capsys: pytest.CaptureFixture[
                                     f"(one per CPU), got {text!r}")
 
 
-def test_usable_cpus_is_within_the_machine() -> None:
-    assert 1 <= usable_cpus() <= (os.cpu_count() or 1)
+def test_usable_cpus_follows_the_process_then_its_affinity_then_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "process_cpu_count", lambda: 6, raising=False)  # Python 3.13+
+    assert usable_cpus() == 6
+    monkeypatch.delattr(os, "process_cpu_count")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 5}, raising=False)
+    assert usable_cpus() == 3  # the CPUs this process may run on, not the machine's
+    monkeypatch.delattr(os, "sched_getaffinity")
+    monkeypatch.setattr(os, "cpu_count", lambda: 12)
+    assert usable_cpus() == 12
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert usable_cpus() == 1
 
 
 def test_batch_size_spreads_a_corpus_over_the_workers() -> None:
