@@ -441,17 +441,16 @@ class TraceItem(pytest.Item):
 
         state = self.config.stash[session_key]
         streamed = self._streamed(state)
-        if streamed is not None:
-            result, mismatches = streamed.result, streamed.mismatches
-            trace = result.trace  # the header: a streamed run keeps no steps
-        else:
-            trace = self.trace
+        trace = self.trace if streamed is None else streamed.result.trace  # streamed: the header, no steps
+        for message in trace.warnings:  # before the replay, which may fail (an unknown policy)
+            warnings.warn(LoopguardWarning(message), stacklevel=1)
+        if streamed is None:
             result = execute(trace, self.policy)
             mismatches = check(result)
-        for message in trace.warnings:
-            warnings.warn(LoopguardWarning(message), stacklevel=1)
-        if streamed is not None and mismatches:
+        elif streamed.mismatches:
             result, mismatches = self._replayed_in_full(streamed)
+        else:
+            result, mismatches = streamed.result, streamed.mismatches
         file = _display_path(self.path, self.config.rootpath)
         unchecked = unchecked_expectations(trace, result)
         if state.update and (mismatches or unchecked or not has_expectations(trace)):
