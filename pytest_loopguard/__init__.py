@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-import types
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from .buildinfo import compiled
+    from .core._model import ReplayResult, StepResult, ToolCall, ToolResult, Trace, Verdict
     from .errors import (
         LoopguardError,
         LoopguardWarning,
@@ -18,14 +17,13 @@ if TYPE_CHECKING:
         SessionError,
         TraceError,
     )
-    from .model import ReplayResult, StepResult, ToolCall, ToolResult, Trace, Verdict
-    from .policy import Policy, resolve_policy
-    from .recorder import Recorder
-    from .redact import Redactor
-    from .replay import replay
-    from .runtime import Clock, Decision, Guard
-    from .session import Session, ToolReply
-    from .traceio import dump, dumps, load, load_file
+    from .io._format import dump, dumps, load, load_file
+    from .live._recorder import Recorder
+    from .live._redact import Redactor
+    from .live._session import Session, ToolReply
+    from .runtime._guard import Clock, Decision, Guard
+    from .runtime._policy import Policy, resolve_policy
+    from .runtime._replay import replay
 
 __all__ = [
     "Clock",
@@ -67,14 +65,14 @@ _HOME: Final = {
     "compiled": "buildinfo",
     **dict.fromkeys(("LoopguardError", "LoopguardWarning", "PolicyError", "RedactionError", "ScenarioError",
                      "SessionError", "TraceError"), "errors"),
-    **dict.fromkeys(("ReplayResult", "StepResult", "ToolCall", "ToolResult", "Trace", "Verdict"), "model"),
-    **dict.fromkeys(("Policy", "resolve_policy"), "policy"),
-    "Recorder": "recorder",
-    "Redactor": "redact",
-    "replay": "replay",
-    **dict.fromkeys(("Clock", "Decision", "Guard"), "runtime"),
-    **dict.fromkeys(("Session", "ToolReply"), "session"),
-    **dict.fromkeys(("dump", "dumps", "load", "load_file"), "traceio"),
+    **dict.fromkeys(("ReplayResult", "StepResult", "ToolCall", "ToolResult", "Trace", "Verdict"), "core._model"),
+    **dict.fromkeys(("Policy", "resolve_policy"), "runtime._policy"),
+    "Recorder": "live._recorder",
+    "Redactor": "live._redact",
+    "replay": "runtime._replay",
+    **dict.fromkeys(("Clock", "Decision", "Guard"), "runtime._guard"),
+    **dict.fromkeys(("Session", "ToolReply"), "live._session"),
+    **dict.fromkeys(("dump", "dumps", "load", "load_file"), "io._format"),
 }
 
 
@@ -90,16 +88,3 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
-
-class _Package(types.ModuleType):
-    """This package's module type: the function `replay` keeps its name when the submodule `replay` loads."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        # Importing a submodule binds it on its package; `pytest_loopguard.replay` is the function (as when this
-        # package imported it eagerly), so the submodule of that name does not replace it.
-        if isinstance(value, types.ModuleType) and name in _HOME and _HOME[name] == name:
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

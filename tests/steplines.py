@@ -6,11 +6,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from pytest_loopguard.core._model import Step
+from pytest_loopguard.core._safeload import parse_json
 from pytest_loopguard.errors import TraceError
-from pytest_loopguard.faststep import step_from_line
-from pytest_loopguard.model import Step
-from pytest_loopguard.safeload import parse_json
-from pytest_loopguard.traceio import _step
+from pytest_loopguard.io._faststep import step_from_line
+from pytest_loopguard.io._format import _step
 
 
 def full_path(text: str, index: int, path: str = "t.jsonl", line: int = 7) -> Step:

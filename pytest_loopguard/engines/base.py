@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 if TYPE_CHECKING:
-    from ..runcontext import RunContext
+    from ..core._runcontext import RunContext
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -31,13 +31,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, final
 from urllib.parse import urlsplit
 
-from ..hookspecs import hookimpl
-from ..model import Action, ToolCall, ToolResult, Verdict
+from ..core._model import Action, ToolCall, ToolResult, Verdict
+from ..core.hookspecs import hookimpl
 from .base import Engine, EngineSettings, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS, LRUMap
 
 if TYPE_CHECKING:
-    from ..runcontext import RunContext
+    from ..core._runcontext import RunContext
 
 __all__ = ["ENGINE", "RECOMMENDED_NEXT", "Budget", "BudgetEvent", "Envelope", "Settings"]
 

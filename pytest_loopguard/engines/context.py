@@ -50,16 +50,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..conversation import Entry
-from ..hookspecs import hookimpl
-from ..model import Verdict
+from ..core._conversation import Entry
+from ..core._model import Verdict
+from ..core.hookspecs import hookimpl
 from .base import Engine, EngineSettings, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS
 
 if TYPE_CHECKING:
-    from ..conversation import PromptView
-    from ..model import LLMCall, ToolCall, ToolResult
-    from ..runcontext import RunContext, Turn
+    from ..core._conversation import PromptView
+    from ..core._model import LLMCall, ToolCall, ToolResult
+    from ..core._runcontext import RunContext, Turn
 
 __all__ = ["ENGINE", "Context", "Settings", "compaction_boundary"]
 

@@ -20,14 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..hookspecs import hookimpl
-from ..model import Verdict
+from ..core._model import Verdict
+from ..core.hookspecs import hookimpl
 from .base import Engine, EngineSettings
 
 if TYPE_CHECKING:
-    from ..conversation import PromptView
-    from ..model import LLMCall
-    from ..runcontext import RunContext
+    from ..core._conversation import PromptView
+    from ..core._model import LLMCall
+    from ..core._runcontext import RunContext
 
 __all__ = ["ENGINE", "Dedup", "Settings"]
 

@@ -32,15 +32,15 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from ..fingerprint import key_part
-from ..hookspecs import hookimpl
-from ..model import ToolCall, ToolResult, Verdict
+from ..core._identity import key_part
+from ..core._model import ToolCall, ToolResult, Verdict
+from ..core.hookspecs import hookimpl
 from .base import Engine, EngineSettings, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS, LRUMap
 
 if TYPE_CHECKING:
-    from ..model import Message, Rejected
-    from ..runcontext import RunContext, Turn
+    from ..core._model import Message, Rejected
+    from ..core._runcontext import RunContext, Turn
 
 __all__ = ["ENGINE", "FailureTracker", "Settings", "action_identity"]
 

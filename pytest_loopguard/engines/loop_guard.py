@@ -7,15 +7,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..fingerprint import FLAT_SAME_AS, IDENTITIES, IdentityMode, is_flat
-from ..hookspecs import hookimpl
-from ..model import Verdict
+from ..core._identity import FLAT_SAME_AS, IDENTITIES, IdentityMode, is_flat
+from ..core._model import Verdict
+from ..core.hookspecs import hookimpl
 from .base import Engine, EngineSettings, SettingError, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS, LRUMap
 
 if TYPE_CHECKING:
-    from ..model import Message, ToolCall, ToolResult
-    from ..runcontext import RunContext
+    from ..core._model import Message, ToolCall, ToolResult
+    from ..core._runcontext import RunContext
 
 __all__ = ["ENGINE", "LoopGuard", "Settings"]
 

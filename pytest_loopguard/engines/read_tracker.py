@@ -34,15 +34,15 @@ from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from ..fingerprint import key_part
-from ..hookspecs import hookimpl
-from ..model import ToolCall, ToolResult, Verdict
+from ..core._identity import key_part
+from ..core._model import ToolCall, ToolResult, Verdict
+from ..core.hookspecs import hookimpl
 from .base import Engine, EngineSettings, at_least
 from .lru import DEFAULT_MAX_KEYS, LRUMap
 
 if TYPE_CHECKING:
-    from ..model import Message
-    from ..runcontext import RunContext
+    from ..core._model import Message
+    from ..core._runcontext import RunContext
 
 __all__ = ["ENGINE", "ReadTracker", "Region", "Settings"]
 

@@ -23,16 +23,16 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from ..fingerprint import is_flat, key_part, ordered_js_json
-from ..hookspecs import hookimpl
-from ..model import Verdict
+from ..core._identity import is_flat, key_part, ordered_js_json
+from ..core._model import Verdict
+from ..core.hookspecs import hookimpl
 from .base import Engine, EngineSettings, SettingError, at_least
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
 
-    from ..model import LLMCall, Message, ToolCall, ToolResult
-    from ..runcontext import RunContext, Turn
+    from ..core._model import LLMCall, Message, ToolCall, ToolResult
+    from ..core._runcontext import RunContext, Turn
 
 __all__ = ["ENGINE", "Settings", "StuckDetector"]
 

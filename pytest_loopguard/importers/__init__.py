@@ -11,10 +11,10 @@ import tarfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from ..core._limits import MAX_LOG_BYTES
+from ..core._model import Trace
 from ..errors import TraceError
-from ..limits import MAX_LOG_BYTES
-from ..model import Trace
-from ..traceio import trace_from_mapping
+from ..io._format import trace_from_mapping
 from .base import ImportedRun, Importer, Row, Source, trace_name
 from .registry import ENTRY_POINT_GROUP, available, builtin_importers, detect, get
 

@@ -20,8 +20,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..core._safeload import check_json_depth, read_bytes
 from ..errors import TraceError
-from ..safeload import check_json_depth, read_bytes
 
 __all__ = ["ImportedRun", "Importer", "Row", "Source", "trace_name"]
 

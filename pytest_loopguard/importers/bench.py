@@ -10,7 +10,7 @@ import tarfile
 import time
 from pathlib import Path
 
-from ..limits import MAX_LOG_BYTES
+from ..core._limits import MAX_LOG_BYTES
 from . import Source, available, detect, tar_traces, to_trace
 
 __all__ = ["DEFAULT_PATHS", "import_bench"]

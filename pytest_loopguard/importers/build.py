@@ -11,8 +11,8 @@ import json
 from collections import Counter
 from typing import Any
 
+from ..core._safeload import check_json_depth
 from ..errors import TraceError
-from ..safeload import check_json_depth
 from .base import ImportedRun, trace_name
 
 __all__ = ["TraceBuilder", "obj", "parse_arguments", "result", "seq", "text_of"]

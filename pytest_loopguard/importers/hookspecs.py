@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..hookspecs import hookspec
+from ..core.hookspecs import hookspec
 
 if TYPE_CHECKING:
     from .base import Importer

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ..core._safeload import check_json_depth, read_text
 from ..errors import TraceError
-from ..safeload import check_json_depth, read_text
 from .base import ImportedRun, Importer, Source
 from .build import TraceBuilder, obj, parse_arguments, result
 

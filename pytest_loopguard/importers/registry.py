@@ -6,8 +6,8 @@ from collections.abc import Iterable
 
 import pluggy
 
+from ..core.hookspecs import PROJECT
 from ..errors import TraceError
-from ..hookspecs import PROJECT
 from . import hookspecs
 from .base import Importer, Source
 

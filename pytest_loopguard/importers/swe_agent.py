@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
+from ..core._safeload import check_json_depth
 from ..errors import TraceError
-from ..safeload import check_json_depth
 from .base import ImportedRun, Importer, Source
 from .build import TraceBuilder, obj, parse_arguments, result, seq, text_of
 

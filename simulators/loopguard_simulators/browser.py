@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, final
 
+from pytest_loopguard.core._limits import MAX_GENERATED_CHARS, MAX_SCENARIO_COUNT
+from pytest_loopguard.core._model import ToolCall, ToolResult
 from pytest_loopguard.errors import ScenarioError, brief
-from pytest_loopguard.limits import MAX_GENERATED_CHARS, MAX_SCENARIO_COUNT
-from pytest_loopguard.model import ToolCall, ToolResult
 
 from .protocols import is_count
 

@@ -12,8 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, final
 
-from pytest_loopguard.model import ToolCall, ToolResult
-from pytest_loopguard.runtime import Clock
+from pytest_loopguard.core._model import ToolCall, ToolResult
+from pytest_loopguard.runtime._guard import Clock
 
 from .protocols import is_count
 

@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Protocol, cast, final
 
-from pytest_loopguard.conversation import Entry, PromptView, chars_over_four
+from pytest_loopguard.core._conversation import Entry, PromptView, chars_over_four
+from pytest_loopguard.core._limits import MAX_SCENARIO_COUNT, MAX_TURNS
+from pytest_loopguard.core._model import ToolCall
 from pytest_loopguard.errors import ScenarioError, brief
-from pytest_loopguard.limits import MAX_SCENARIO_COUNT, MAX_TURNS
-from pytest_loopguard.model import ToolCall
 
 from .protocols import ModelReply, ProviderError, is_count
 

@@ -1,6 +1,6 @@
 """The agent loop: model → guard → tools → results → dedup/compaction, on a virtual clock, recording a trace.
 
-It drives `pytest_loopguard.runtime.Guard` in exactly the order `replay` does, so that the recorded trace
+It drives `pytest_loopguard.runtime._guard.Guard` in exactly the order `replay` does, so that the recorded trace
 replays to the same verdicts and outcome:
 
     per model call: end_turn; before_llm; model.respond(view); llm_result
@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, final
 
-from pytest_loopguard.conversation import PromptView, Transcript
-from pytest_loopguard.model import (
+from pytest_loopguard.core._conversation import PromptView, Transcript
+from pytest_loopguard.core._model import (
     Done,
     LLMCall,
     Message,
@@ -37,8 +37,8 @@ from pytest_loopguard.model import (
     combine,
     run_end,
 )
-from pytest_loopguard.policy import Policy, resolve_policy
-from pytest_loopguard.runtime import Clock, Guard
+from pytest_loopguard.runtime._guard import Clock, Guard
+from pytest_loopguard.runtime._policy import Policy, resolve_policy
 
 from .protocols import Model, ProviderError, ToolExecutor
 

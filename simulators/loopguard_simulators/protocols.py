@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, final
 
-from pytest_loopguard.conversation import PromptView
-from pytest_loopguard.limits import MAX_SCENARIO_COUNT
-from pytest_loopguard.model import ToolCall, ToolResult
+from pytest_loopguard.core._conversation import PromptView
+from pytest_loopguard.core._limits import MAX_SCENARIO_COUNT
+from pytest_loopguard.core._model import ToolCall, ToolResult
 
 __all__ = ["Model", "ModelReply", "ProviderError", "ToolExecutor"]
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pytest_loopguard.core._limits import MAX_GENERATED_CHARS, MAX_SCENARIO_COUNT, MAX_SETTING, MAX_TURNS
+from pytest_loopguard.core._model import StepExpect, ToolCall, Trace
 from pytest_loopguard.errors import ScenarioError, TraceError, brief
-from pytest_loopguard.limits import MAX_GENERATED_CHARS, MAX_SCENARIO_COUNT, MAX_SETTING, MAX_TURNS
-from pytest_loopguard.model import StepExpect, ToolCall, Trace
-from pytest_loopguard.replay import policy_for
-from pytest_loopguard.runtime import Clock
-from pytest_loopguard.traceio import parse_step_expect
+from pytest_loopguard.io._format import parse_step_expect
+from pytest_loopguard.runtime._guard import Clock
+from pytest_loopguard.runtime._replay import policy_for
 
 from .browser import FakeBrowser, Page, parse_pages
 from .files import FakeFiles

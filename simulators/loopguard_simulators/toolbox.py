@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, final
 
-from pytest_loopguard.model import ToolCall, ToolResult
+from pytest_loopguard.core._model import ToolCall, ToolResult
 
 from .browser import FakeBrowser
 from .files import FILE_TOOLS, FakeFiles

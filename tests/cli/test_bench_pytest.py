@@ -6,7 +6,7 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
-from pytest_loopguard.bench_pytest import bytecode_state
+from pytest_loopguard.bench._pytest import bytecode_state
 
 TAG = f"{sys.implementation.cache_tag}-pytest-{version('pytest')}"
 

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from pytest_loopguard import cli
-from pytest_loopguard.bench_pytest import bytecode_state
-from pytest_loopguard.benchsuite import SuiteRow, bare_loop, suite_table
+from pytest_loopguard.bench._pytest import bytecode_state
+from pytest_loopguard.bench._suite import SuiteRow, bare_loop, suite_table
 from pytest_loopguard.buildinfo import build_name, compiled_modules
-from pytest_loopguard.model import Step, ToolCall, Trace
-from pytest_loopguard.policy import ALIASES, preset_names
+from pytest_loopguard.cli import _main as cli
+from pytest_loopguard.core._model import Step, ToolCall, Trace
+from pytest_loopguard.runtime._policy import ALIASES, preset_names
 
 QUICK = ["bench", "--events", "200", "--repeat", "1", "--policy", "default", "--policy", "qa-agent"]
 PYTEST_ROWS = ["pytest start-up (empty folder)", "pytest --collect-only, 3 files", "pytest -n 0, 3 files",

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard import cli
-from pytest_loopguard.bench import run_bench, synthetic_trace
-from pytest_loopguard.policy import resolve_policy
-from pytest_loopguard.traceio import load, trace_to_mapping
+from pytest_loopguard.bench._replay import run_bench, synthetic_trace
+from pytest_loopguard.cli import _main as cli
+from pytest_loopguard.io._format import load, trace_to_mapping
+from pytest_loopguard.runtime._policy import resolve_policy
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -439,7 +439,7 @@ def test_bench_traces_are_seeded_and_reach_the_event_count() -> None:
 def test_bench_trace_round_trips_through_the_trace_format(tmp_path: Path) -> None:
     trace = synthetic_trace("bench-rt", random.Random(3), steps=60)
     path = tmp_path / "bench.jsonl"
-    from pytest_loopguard.traceio import dump
+    from pytest_loopguard.io._format import dump
 
     dump(trace, path)
     assert trace_to_mapping(load(path)) == {**trace_to_mapping(trace)}
@@ -457,7 +457,7 @@ REREAD = ROOT / "traces" / "read_tracker" / "hermes_seed_001_reread_loop.yaml"
 
 
 def _cli(*argv: str, encoding: str) -> subprocess.CompletedProcess[str]:
-    code = "import sys; from pytest_loopguard.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from pytest_loopguard.cli._main import main; sys.exit(main(sys.argv[1:]))"
     env = {**os.environ, "PYTHONIOENCODING": encoding}
     return subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, env=env, capture_output=True,
                           text=True, encoding="utf-8", errors="strict", check=False)

@@ -10,21 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard import cli
+from pytest_loopguard.cli import _main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("pytest_loopguard.diff_cmd", "pytest_loopguard.import_cmd", "pytest_loopguard.eval_cmd",
+HEAVY = ("pytest_loopguard.cli._diff", "pytest_loopguard.cli._import", "pytest_loopguard.cli._eval",
          "pytest_loopguard.importers")
 
 
 # what a plain `loopguard run` does without: tables of plain cells are rendered without tabulate, and the live
 # session's modules load when a program names them
-NOT_FOR_RUN = ("tabulate", "tomllib", "pytest_loopguard.replay_cmd", "pytest_loopguard.session",
-               "pytest_loopguard.recorder", "pytest_loopguard.redact", "pytest_loopguard.inifile")
+NOT_FOR_RUN = ("tabulate", "tomllib", "pytest_loopguard.cli._replay", "pytest_loopguard.live._session",
+               "pytest_loopguard.live._recorder", "pytest_loopguard.live._redact", "pytest_loopguard.cli._inifile")
 
 
 def loaded_after(argv: list[str], modules: tuple[str, ...] = HEAVY) -> list[str]:
-    code = ("import json, sys\nfrom pytest_loopguard import cli\nstatus = cli.main(sys.argv[1:])\n"
+    code = ("import json, sys\nfrom pytest_loopguard.cli import _main as cli\nstatus = cli.main(sys.argv[1:])\n"
             f"print(json.dumps([status, [m for m in {list(modules)!r} if m in sys.modules]]))")
     done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True)
     status, loaded = json.loads(done.stdout.strip().splitlines()[-1])
@@ -48,13 +48,13 @@ def test_a_plain_run_loads_neither_tabulate_nor_the_live_session(tmp_path: Path)
 
 
 def test_the_live_session_names_load_when_asked_for() -> None:
-    code = ("import sys, pytest_loopguard as p\nbefore = 'pytest_loopguard.session' in sys.modules\n"
+    code = ("import sys, pytest_loopguard as p\nbefore = 'pytest_loopguard.live._session' in sys.modules\n"
             "from pytest_loopguard import Session, ToolReply, Recorder, Redactor\n"
             "print(before, Session.__module__, ToolReply.__module__, Recorder.__module__, Redactor.__module__,\n"
             "      'Session' in dir(p), hasattr(p, 'Sesion'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["False", "pytest_loopguard.session", "pytest_loopguard.session",
-                                   "pytest_loopguard.recorder", "pytest_loopguard.redact", "True", "False"]
+    assert done.stdout.split() == ["False", "pytest_loopguard.live._session", "pytest_loopguard.live._session",
+                                   "pytest_loopguard.live._recorder", "pytest_loopguard.live._redact", "True", "False"]
 
 
 @pytest.mark.parametrize("command", ["diff", "import", "eval"])
@@ -74,7 +74,7 @@ def test_a_skipped_file_is_still_named(tmp_path: Path, capsys: pytest.CaptureFix
 def test_only_the_processs_own_command_freezes_what_the_imports_made(tmp_path: Path) -> None:
     trace = tmp_path / "t.jsonl"
     trace.write_text('{"loopguard": 1, "name": "t"}\n{"tool": "a"}\n', encoding="utf-8")
-    code = ("import gc, io, sys, contextlib\nfrom pytest_loopguard import cli\n"
+    code = ("import gc, io, sys, contextlib\nfrom pytest_loopguard.cli import _main as cli\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    cli.main(['run', sys.argv[1]])\n    called = gc.get_freeze_count()\n"
             "    sys.argv = ['loopguard', 'run', sys.argv[1]]\n    cli.main()\n"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard import cli
+from pytest_loopguard.cli import _main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard import cli
-from pytest_loopguard.policy import preset_names
-from pytest_loopguard.replay import replay
-from pytest_loopguard.traceio import load
+from pytest_loopguard.cli import _main as cli
+from pytest_loopguard.io._format import load
+from pytest_loopguard.runtime._policy import preset_names
+from pytest_loopguard.runtime._replay import replay
 
 TRACE = Path(__file__).resolve().parents[2] / "traces" / "stuck_detector" / "side_by_side_failing_tests.yaml"
 

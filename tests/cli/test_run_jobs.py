@@ -20,10 +20,12 @@ from typing import Any
 import jobs_helpers  # tests/cli is on sys.path (rootdir-relative test modules); the workers import it by name
 import pytest
 
-from pytest_loopguard import cli, run_jobs, stream
+from pytest_loopguard.cli import _jobs as run_jobs
+from pytest_loopguard.cli import _main as cli
+from pytest_loopguard.cli._jobs import batch_size, parse_jobs, usable_cpus
 from pytest_loopguard.importers import import_runs, to_trace
-from pytest_loopguard.run_jobs import batch_size, parse_jobs, usable_cpus
-from pytest_loopguard.traceio import dump
+from pytest_loopguard.io import _stream as stream
+from pytest_loopguard.io._format import dump
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT.parent / "shared" / "corpus" / "real"
@@ -327,7 +329,7 @@ def test_ctrl_c_ends_the_workers_without_tracebacks(buggy: Path, tmp_path: Path)
         import sys
         sys.path.insert(0, {str(HELPERS)!r})
         import jobs_helpers
-        from pytest_loopguard import cli, run_jobs
+        from pytest_loopguard.cli import _jobs as run_jobs, _main as cli
 
         run_jobs.WORK = jobs_helpers.blocking_work
         run_jobs.MIN_BATCH, run_jobs.MAX_BATCH = 1, 1
@@ -426,7 +428,8 @@ def test_batch_size_spreads_a_corpus_over_the_workers() -> None:
 
 
 def test_a_plain_run_does_not_import_multiprocessing() -> None:
-    code = ("import sys\nfrom pytest_loopguard import cli\nstatus = cli.main(['run', '-j', '1', 'traces/loop_guard'])\n"
+    code = ("import sys\nfrom pytest_loopguard.cli import _main as cli\n"
+            "status = cli.main(['run', '-j', '1', 'traces/loop_guard'])\n"
             "print(status, 'multiprocessing' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert done.stdout.splitlines()[-1] == "0 False"
@@ -445,7 +448,8 @@ def test_python_warnings_of_a_worker_are_shown_as_one_process_shows_them(tmp_pat
         import sys
         sys.path.insert(0, {str(HELPERS)!r})
         import jobs_helpers
-        from pytest_loopguard import cli, run_jobs, stream
+        from pytest_loopguard.cli import _jobs as run_jobs, _main as cli
+        from pytest_loopguard.io import _stream as stream
 
         stream.file_runs = jobs_helpers.warning_file_runs  # one process
         run_jobs.WORK = jobs_helpers.warning_work  # the workers
@@ -484,7 +488,7 @@ def test_a_program_read_from_stdin_without_a_main_guard_can_run_jobs(mixed: Path
     # multiprocessing would have each worker import the main module again: from stdin it has no file, and an
     # unguarded script would run its own code once more; the workers start without it
     def program(jobs: str) -> tuple[int, str, str]:
-        code = ("from pytest_loopguard import cli, run_jobs\n"
+        code = ("from pytest_loopguard.cli import _jobs as run_jobs, _main as cli\n"
                 "run_jobs.MIN_BATCH, run_jobs.MAX_BATCH = 1, 1\n"
                 f"print('status', cli.main(['run', '-j', {jobs!r}, 'traces']))\n")
         done = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True, timeout=120,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard import cli
+from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.engines import registry
-from pytest_loopguard.runner import execute
-from pytest_loopguard.traceio import load_file
+from pytest_loopguard.io._format import load_file
+from pytest_loopguard.io._runner import execute
 
 ROOT = Path(__file__).resolve().parents[2]
 READS = ROOT / "traces" / "read_tracker"

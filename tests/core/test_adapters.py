@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from pytest_loopguard.adapters import (
+from pytest_loopguard.core._model import LLMCall, ToolCall, ToolResult
+from pytest_loopguard.io._format import load
+from pytest_loopguard.live._adapters import (
     RAW_ARGUMENTS,
     anthropic_response,
     anthropic_result,
@@ -17,10 +19,8 @@ from pytest_loopguard.adapters import (
     openai_result,
     openai_tool_message,
 )
-from pytest_loopguard.model import LLMCall, ToolCall, ToolResult
-from pytest_loopguard.replay import replay
-from pytest_loopguard.session import Session
-from pytest_loopguard.traceio import load
+from pytest_loopguard.live._session import Session
+from pytest_loopguard.runtime._replay import replay
 
 # Shaped as openai-python's ChatCompletion.model_dump() (FORMATS.md §1): two parallel calls, one with
 # arguments that are not valid JSON, as the SDK warns can happen.

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from tabulate import tabulate
 
-from pytest_loopguard import cli, console
-from pytest_loopguard.console import emit, fit_table, fit_widths, progress
+from pytest_loopguard.cli import _main as cli
+from pytest_loopguard.report import _console as console
+from pytest_loopguard.report._console import emit, fit_table, fit_widths, progress
 
 ROOT = Path(__file__).resolve().parents[2]
 ESC = "\x1b["

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pytest_loopguard.coverage import coverage_fields, coverage_table, rule_coverage
+from pytest_loopguard.core._model import Step as S
+from pytest_loopguard.core._model import ToolCall, Trace
 from pytest_loopguard.engines import registry
-from pytest_loopguard.model import Step as S
-from pytest_loopguard.model import ToolCall, Trace
-from pytest_loopguard.replay import replay
+from pytest_loopguard.report._rule_coverage import coverage_fields, coverage_table, rule_coverage
+from pytest_loopguard.runtime._replay import replay
 
 
 def clicks(n: int) -> Trace:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard.runner import execute
-from pytest_loopguard.traceio import iter_trace_files, load_file
+from pytest_loopguard.io._format import iter_trace_files, load_file
+from pytest_loopguard.io._runner import execute
 
 pytest_plugins = ["pytester"]
 
@@ -22,8 +22,8 @@ FILES = [str(p) for p in iter_trace_files([REPO / "traces"])]
 # prints one line per trace: its file, name and result as canonical JSON
 DUMP = """
 import json, sys, warnings
-from pytest_loopguard.runner import execute
-from pytest_loopguard.traceio import load_file
+from pytest_loopguard.io._runner import execute
+from pytest_loopguard.io._format import load_file
 warnings.simplefilter("ignore")
 for path in sys.argv[1:]:
     for trace in load_file(path):
@@ -62,8 +62,8 @@ XDIST_TEST = """
 import json, warnings
 from pathlib import Path
 import pytest
-from pytest_loopguard.runner import execute
-from pytest_loopguard.traceio import load_file
+from pytest_loopguard.io._runner import execute
+from pytest_loopguard.io._format import load_file
 
 FILES = {files!r}
 OUT = Path({out!r})

@@ -6,10 +6,10 @@ Expected numbers come from the presets' rules: `default` warns at the 3rd identi
 
 from __future__ import annotations
 
-from pytest_loopguard.diff import Change, Intervention, diff_results, interventions, spent
-from pytest_loopguard.model import LLMCall, ToolCall, ToolResult, Trace
-from pytest_loopguard.model import Step as S
-from pytest_loopguard.replay import replay
+from pytest_loopguard.core._model import LLMCall, ToolCall, ToolResult, Trace
+from pytest_loopguard.core._model import Step as S
+from pytest_loopguard.eval._diff import Change, Intervention, diff_results, interventions, spent
+from pytest_loopguard.runtime._replay import replay
 
 OVERRIDE = {"preset": "default", "loop_guard": {"warn_at": 2, "block_at": 4}}
 

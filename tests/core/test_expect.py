@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
-from pytest_loopguard.expect import Mismatch, check, check_run, check_step, describe_expect
-from pytest_loopguard.model import ReplayResult, RunExpect, StepExpect, StepResult, Trace, Verdict
-from pytest_loopguard.traceio import loads
+from pytest_loopguard.core._expect import Mismatch, check, check_run, check_step, describe_expect
+from pytest_loopguard.core._model import ReplayResult, RunExpect, StepExpect, StepResult, Trace, Verdict
+from pytest_loopguard.io._format import loads
 
 WARN = Verdict("loop_guard", "warn", "loop_guard.consecutive_warning", "Tool 'click' called 3 times",
                {"count": 3, "limits": {"warn": 3, "block": 5}})

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from steplines import as_tuple, same_as_full
 
-from pytest_loopguard import faststep
-from pytest_loopguard.bench import synthetic_trace
+from pytest_loopguard.bench._replay import synthetic_trace
+from pytest_loopguard.core._limits import MAX_DEPTH, MAX_INT, MAX_SETTING, MAX_STRING
+from pytest_loopguard.core._model import LLMCall, Step, ToolResult
 from pytest_loopguard.importers import import_traces
-from pytest_loopguard.limits import MAX_DEPTH, MAX_INT, MAX_SETTING, MAX_STRING
-from pytest_loopguard.model import LLMCall, Step, ToolResult
-from pytest_loopguard.traceio import dumps, validate_paths
+from pytest_loopguard.io import _faststep as faststep
+from pytest_loopguard.io._format import dumps, validate_paths
 
 ROOT = Path(__file__).parents[2]
 REAL = ROOT / ".." / "shared" / "corpus" / "real"
@@ -160,7 +160,7 @@ def test_the_hostile_repro_lines_read_as_the_loader_reads_them() -> None:
 
 
 def test_jsonl_files_load_alike_through_the_fast_reader(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_loopguard import traceio
+    from pytest_loopguard.io import _format as traceio
 
     traces = [t for t in validate_paths([ROOT / "traces"])[0] if t.mode != "simulate"]
     texts = [dumps(t, "jsonl") for t in traces]

@@ -8,8 +8,8 @@ from typing import get_args
 
 import pytest
 
-from pytest_loopguard import fingerprint as fingerprint_module
-from pytest_loopguard.fingerprint import (
+from pytest_loopguard.core import _identity as fingerprint_module
+from pytest_loopguard.core._identity import (
     IDENTITIES,
     IDENTITY_MODES,
     IdentityMode,
@@ -23,8 +23,8 @@ from pytest_loopguard.fingerprint import (
     sorted_typed_json,
     top_sorted_js_json,
 )
-from pytest_loopguard.model import ToolCall
-from pytest_loopguard.policy import resolve_policy
+from pytest_loopguard.core._model import ToolCall
+from pytest_loopguard.runtime._policy import resolve_policy
 
 
 def test_canonical_sorts_keys_and_drops_whitespace() -> None:
@@ -100,7 +100,7 @@ def test_tool_call_computes_both_identities_once() -> None:
 
 
 def test_key_part_keeps_scalars_and_keys_containers_by_canonical_json() -> None:
-    from pytest_loopguard.fingerprint import key_part
+    from pytest_loopguard.core._identity import key_part
 
     assert key_part("src/a.py") == "src/a.py" and key_part(3) == 3 and key_part(None) is None
     assert key_part({"b": 1, "a": [1.0]}) == key_part({"a": [1], "b": 1})

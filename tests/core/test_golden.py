@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_loopguard.core._model import Trace
 from pytest_loopguard.errors import LoopguardError
-from pytest_loopguard.golden import expectation_edits, unchecked_expectations, update_yaml_file
-from pytest_loopguard.model import Trace
-from pytest_loopguard.replay import replay
-from pytest_loopguard.runner import execute
-from pytest_loopguard.traceio import loads
-from pytest_loopguard.yamlsplice import REMOVE, Edit
+from pytest_loopguard.io._format import loads
+from pytest_loopguard.io._golden import expectation_edits, unchecked_expectations, update_yaml_file
+from pytest_loopguard.io._runner import execute
+from pytest_loopguard.io._yamlsplice import REMOVE, Edit
+from pytest_loopguard.runtime._replay import replay
 
 # default: identical calls warn at the 3rd and 4th, block at the 5th
 FIVE = "  - {tool: grep, args: {q: x}}\n" * 5

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_loopguard.cli._inifile import find_ini, trace_paths
 from pytest_loopguard.errors import LoopguardError
-from pytest_loopguard.inifile import find_ini, trace_paths
 
 pytest_plugins = ["pytester"]
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard import policy as policy_module
+from pytest_loopguard.core._limits import MAX_EXTENDS, MAX_INT, MAX_SETTING, MAX_SETTING_ITEMS, MAX_STEPS
 from pytest_loopguard.errors import PolicyError, TraceError
-from pytest_loopguard.limits import MAX_EXTENDS, MAX_INT, MAX_SETTING, MAX_SETTING_ITEMS, MAX_STEPS
-from pytest_loopguard.policy import resolve_policy
-from pytest_loopguard.replay import replay
-from pytest_loopguard.traceio import loads, trace_from_mapping
+from pytest_loopguard.io._format import loads, trace_from_mapping
+from pytest_loopguard.runtime import _policy as policy_module
+from pytest_loopguard.runtime._policy import resolve_policy
+from pytest_loopguard.runtime._replay import replay
 
 
 def trace(body: str) -> str:

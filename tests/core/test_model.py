@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from pytest_loopguard import ReplayResult, StepResult, ToolCall, ToolResult, Trace, Verdict
-from pytest_loopguard.model import ACTIONS, LLM_ACTIONS, SEVERITY, TOOL_ACTIONS, combine
+from pytest_loopguard.core._model import ACTIONS, LLM_ACTIONS, SEVERITY, TOOL_ACTIONS, combine
 
 
 def v(action: str, engine: str = "e") -> Verdict:

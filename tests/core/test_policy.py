@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_loopguard.core._model import ToolCall
 from pytest_loopguard.engines import ENGINE_ORDER
 from pytest_loopguard.errors import PolicyError
-from pytest_loopguard.model import ToolCall
-from pytest_loopguard.policy import ALIASES, Policy, preset_names, resolve_policy
+from pytest_loopguard.runtime._policy import ALIASES, Policy, preset_names, resolve_policy
 
 PRESET_DIR = Path(__file__).resolve().parents[2] / "pytest_loopguard" / "presets"
 PRESETS = (
@@ -282,7 +282,7 @@ def test_gemini_2026_06_differs_from_gemini_cli_only_in_cycle_lengths() -> None:
 
 # ---- the presets folder is read as it is now, though its listing is kept between look-ups ---------------------
 def test_a_preset_added_or_removed_after_a_look_up_is_seen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_loopguard import policy as policy_module
+    from pytest_loopguard.runtime import _policy as policy_module
 
     monkeypatch.setattr(policy_module, "_presets_dir", lambda: tmp_path)
     monkeypatch.setattr(policy_module, "_listed", {})

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pytest_loopguard.errors import PolicyError, TraceError
-from pytest_loopguard.policy import corpus_root, resolve_policy
-from pytest_loopguard.replay import policy_for
-from pytest_loopguard.traceio import load
+from pytest_loopguard.io._format import load
+from pytest_loopguard.runtime._policy import corpus_root, resolve_policy
+from pytest_loopguard.runtime._replay import policy_for
 
 TRACE = "loopguard: 1\nname: t\npolicy: {policy}\nsteps: []\n"
 
@@ -116,7 +116,7 @@ def test_a_policy_file_name_too_long_for_the_file_system_is_not_found(repo: Path
 
 # ---- a corpus run resolves each policy file and mapping once (`resolving_once`) ---------------------------------
 def test_within_a_run_a_policy_file_is_read_once_and_outside_as_it_is_now(repo: Path) -> None:
-    from pytest_loopguard.policy import resolving_once
+    from pytest_loopguard.runtime._policy import resolving_once
 
     strict = repo / "policies" / "strict.yaml"
     base = repo / "traces"
@@ -132,7 +132,7 @@ def test_within_a_run_a_policy_file_is_read_once_and_outside_as_it_is_now(repo: 
 
 
 def test_the_memo_keys_on_the_folder_the_root_and_the_mappings_types(repo: Path) -> None:
-    from pytest_loopguard.policy import resolving_once
+    from pytest_loopguard.runtime._policy import resolving_once
 
     write(repo / "a" / "p.yaml", "preset: default\nloop_guard: {warn_at: 3}\n")
     write(repo / "b" / "p.yaml", "preset: default\nloop_guard: {warn_at: 4}\n")
@@ -148,7 +148,7 @@ def test_the_memo_keys_on_the_folder_the_root_and_the_mappings_types(repo: Path)
 
 
 def test_a_failure_is_not_kept(repo: Path) -> None:
-    from pytest_loopguard.policy import resolving_once
+    from pytest_loopguard.runtime._policy import resolving_once
 
     with resolving_once({}):
         with pytest.raises(PolicyError, match="not found"):
@@ -159,10 +159,10 @@ def test_a_failure_is_not_kept(repo: Path) -> None:
 
 def test_run_paths_reads_a_shared_policy_file_once_with_the_same_results(
         repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_loopguard import policy as policy_module
-    from pytest_loopguard.replay import replay
-    from pytest_loopguard.stream import run_paths
-    from pytest_loopguard.traceio import validate_paths
+    from pytest_loopguard.io._format import validate_paths
+    from pytest_loopguard.io._stream import run_paths
+    from pytest_loopguard.runtime import _policy as policy_module
+    from pytest_loopguard.runtime._replay import replay
 
     calls = '{"tool": "read_file", "args": {"path": "a"}}\n' * 4
     for i in range(3):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_loopguard.errors import PolicyError
-from pytest_loopguard.policy import resolve_policy
-from pytest_loopguard.policy_option import parse_policy_option
+from pytest_loopguard.runtime._policy import resolve_policy
+from pytest_loopguard.runtime._policy_option import parse_policy_option
 
 
 @pytest.mark.parametrize("text", ["spacebot", "policies/strict.yaml", "default+x"])

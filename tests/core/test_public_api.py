@@ -53,10 +53,10 @@ def test_every_exported_name_exists() -> None:
 
 def test_the_main_names_import() -> None:
     from pytest_loopguard import Policy, Trace, Verdict, load, replay
-    from pytest_loopguard.model import Trace as ModelTrace
-    from pytest_loopguard.policy import Policy as PolicyClass
-    from pytest_loopguard.replay import replay as replay_function
-    from pytest_loopguard.traceio import load as load_function
+    from pytest_loopguard.core._model import Trace as ModelTrace
+    from pytest_loopguard.io._format import load as load_function
+    from pytest_loopguard.runtime._policy import Policy as PolicyClass
+    from pytest_loopguard.runtime._replay import replay as replay_function
 
     assert (Trace, Policy, replay, load) == (ModelTrace, PolicyClass, replay_function, load_function)
     assert Verdict("e", "allow", "e.ok").action == "allow"
@@ -66,7 +66,7 @@ def test_strategies_are_importable_without_pytest_in_their_imports() -> None:
     import ast
     import inspect
 
-    from pytest_loopguard import strategies
+    from pytest_loopguard.pytest import _strategies as strategies
 
     tree = ast.parse(inspect.getsource(strategies))
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
@@ -95,10 +95,9 @@ def test_every_public_name_resolves_to_the_object_its_module_defines() -> None:
 LAZY = """
 import sys
 import pytest_loopguard
-core = [m for m in ("runtime", "replay", "traceio", "session", "recorder", "engines", "model", "policy")
-        if "pytest_loopguard." + m in sys.modules]
+core = sorted(m for m in sys.modules if m.startswith("pytest_loopguard."))
 print("AFTER-IMPORT", core)
-import pytest_loopguard.replay
+import pytest_loopguard.runtime._replay
 from pytest_loopguard import replay
 print("REPLAY", type(replay).__name__, type(pytest_loopguard.replay).__name__)
 """
@@ -106,6 +105,6 @@ print("REPLAY", type(replay).__name__, type(pytest_loopguard.replay).__name__)
 
 def test_importing_the_package_imports_no_core_and_replay_stays_the_function() -> None:
     """pytest imports the package in every process (xdist's controller too): the core loads on first use. The
-    submodule `replay` loading later does not replace the package's `replay`, the function."""
+    package's `replay` is the function, whatever has been imported."""
     done = subprocess.run([sys.executable, "-c", LAZY], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines() == ["AFTER-IMPORT []", "REPLAY function function"]

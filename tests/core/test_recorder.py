@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from planted_secrets import USER_RULE, assert_no_planted_secret, planted_payload
 
+from pytest_loopguard.core._model import Done, LLMCall, Message, Step, Task, ToolCall, ToolResult
 from pytest_loopguard.errors import LoopguardWarning
-from pytest_loopguard.model import Done, LLMCall, Message, Step, Task, ToolCall, ToolResult
-from pytest_loopguard.recorder import Recorder
-from pytest_loopguard.redact import Redactor
-from pytest_loopguard.traceio import load, step_to_mapping
+from pytest_loopguard.io._format import load, step_to_mapping
+from pytest_loopguard.live._recorder import Recorder
+from pytest_loopguard.live._redact import Redactor
 
 STEPS = [
     Step(0, "message", message=Message("user", "fix the bug"), t=0),
@@ -103,8 +103,8 @@ def test_redact_false_writes_strings_as_they_are(tmp_path: Path) -> None:
 # and then the process kills itself (deterministic, no sleeps).
 CHILD = textwrap.dedent("""
     import os, signal, sys
-    from pytest_loopguard.model import Step, ToolCall, ToolResult
-    from pytest_loopguard.recorder import Recorder
+    from pytest_loopguard.core._model import Step, ToolCall, ToolResult
+    from pytest_loopguard.live._recorder import Recorder
 
     path, complete, torn = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "torn"
     rec = Recorder(path, name="killed")

@@ -9,7 +9,7 @@ import pytest
 from planted_secrets import PEM, PLANTED, USER_RULE, USER_SECRET, assert_no_planted_secret, planted_payload
 
 from pytest_loopguard.errors import RedactionError
-from pytest_loopguard.redact import Redactor, configured_rules
+from pytest_loopguard.live._redact import Redactor, configured_rules
 
 
 @pytest.mark.parametrize(

@@ -10,13 +10,23 @@ from typing import Any
 
 import pytest
 
+from pytest_loopguard.core._model import (
+    Done,
+    LLMCall,
+    Message,
+    Rejected,
+    StepResult,
+    ToolCall,
+    ToolResult,
+    Trace,
+    Verdict,
+)
+from pytest_loopguard.core.hookspecs import hookimpl
 from pytest_loopguard.engines.base import Engine, EngineSettings, register_engine
-from pytest_loopguard.hookspecs import hookimpl
-from pytest_loopguard.model import Done, LLMCall, Message, Rejected, StepResult, ToolCall, ToolResult, Trace, Verdict
-from pytest_loopguard.policy import Policy, resolve_policy
-from pytest_loopguard.replay import Replayer, policy_for, replay, turn_plan
-from pytest_loopguard.runtime import Turn
-from pytest_loopguard.traceio import loads, validate_paths
+from pytest_loopguard.io._format import loads, validate_paths
+from pytest_loopguard.runtime._guard import Turn
+from pytest_loopguard.runtime._policy import Policy, resolve_policy
+from pytest_loopguard.runtime._replay import Replayer, policy_for, replay, turn_plan
 
 ROOT = Path(__file__).parents[2]
 
@@ -297,7 +307,7 @@ def test_first_intervention(first: int) -> None:
 
 
 def test_before_call_learns_only_whether_the_file_changed_never_the_recorded_outcome() -> None:
-    from pytest_loopguard.traceio import trace_from_mapping
+    from pytest_loopguard.io._format import trace_from_mapping
 
     seen: list[ToolResult | None] = []
 

@@ -7,14 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pytest_loopguard.replay import replay
-from pytest_loopguard.runner import execute
-from pytest_loopguard.traceio import load, loads
+from pytest_loopguard.io._format import load, loads
+from pytest_loopguard.io._runner import execute
+from pytest_loopguard.runtime._replay import replay
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "pytest_loopguard"
 # The layers above both the core and the simulators: only these may import the simulators.
-ABOVE_BOTH = {"runner.py", "sim_fixtures.py"}
+ABOVE_BOTH = {"_runner.py", "_sim_fixtures.py"}
 
 
 def test_a_recorded_trace_is_replayed() -> None:
@@ -52,7 +52,8 @@ def test_no_module_below_the_runner_imports_the_simulators() -> None:
 def test_importing_the_core_and_replaying_loads_no_simulator() -> None:
     code = (
         "import sys, pathlib, pytest_loopguard as lg\n"
-        "from pytest_loopguard import replay, traceio, policy, expect, report\n"
+        "import pytest_loopguard.io._format, pytest_loopguard.runtime._policy, pytest_loopguard.core._expect\n"
+        "import pytest_loopguard.report._tables\n"
         "lg.replay(lg.load(pathlib.Path('traces/read_tracker/hermes_seed_001_reread_loop.yaml')))\n"
         "print(sorted(m for m in sys.modules if 'simulators' in m))\n"
     )

@@ -8,13 +8,13 @@ from typing import Any, ClassVar
 import pytest
 
 from pytest_loopguard import Clock, Decision, Guard, ToolCall, ToolResult, Verdict, resolve_policy
-from pytest_loopguard.conversation import Entry, PromptView
+from pytest_loopguard.core._classify import ToolRule
+from pytest_loopguard.core._conversation import Entry, PromptView
+from pytest_loopguard.core._model import LLMCall, Message
+from pytest_loopguard.core.hookspecs import hookimpl
 from pytest_loopguard.engines.base import Engine, EngineSettings, register_engine
-from pytest_loopguard.hookspecs import hookimpl
-from pytest_loopguard.model import LLMCall, Message
-from pytest_loopguard.policy import Policy
-from pytest_loopguard.runtime import Turn
-from pytest_loopguard.tools import ToolRule
+from pytest_loopguard.runtime._guard import Turn
+from pytest_loopguard.runtime._policy import Policy
 
 CLICK = ToolCall.of("browser_click", {"index": 3})
 
@@ -289,7 +289,7 @@ class _Fresh(Engine):
 
 def test_an_engine_class_is_read_once_and_a_guard_without_plugins_builds_no_plugin_manager(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_loopguard import runtime
+    from pytest_loopguard.runtime import _guard as runtime
 
     read: list[type] = []
     real = runtime._read_impls

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_loopguard import safeload
+from pytest_loopguard.core import _safeload as safeload
+from pytest_loopguard.core._limits import MAX_DEPTH, MAX_INT, MAX_STRING
+from pytest_loopguard.core._safeload import check_yaml_events, parse_json, parse_yaml, read_text
 from pytest_loopguard.errors import TraceError
-from pytest_loopguard.limits import MAX_DEPTH, MAX_INT, MAX_STRING
-from pytest_loopguard.safeload import check_yaml_events, parse_json, parse_yaml, read_text
-from pytest_loopguard.traceio import load, load_file, loads
+from pytest_loopguard.io._format import load, load_file, loads
 
 TRACE = "loopguard: 1\nname: t\nsteps:\n  - tool: a\n    args: {v: VALUE}\n"
 

@@ -11,8 +11,9 @@ import jsonschema
 import pytest
 import yaml
 
-from pytest_loopguard import cli, traceio
-from pytest_loopguard.schema import trace_schema
+from pytest_loopguard.cli import _main as cli
+from pytest_loopguard.io import _format as traceio
+from pytest_loopguard.io._schema import trace_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE_FILES = sorted(p for p in (ROOT / "traces").rglob("*") if p.suffix in (".yaml", ".yml", ".json", ".jsonl"))

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from planted_secrets import PLANTED, assert_no_planted_secret
 
+from pytest_loopguard.core._model import LLMCall, StepResult, Task, ToolCall, ToolResult
 from pytest_loopguard.errors import SessionError
-from pytest_loopguard.model import LLMCall, StepResult, Task, ToolCall, ToolResult
-from pytest_loopguard.replay import replay
-from pytest_loopguard.session import Session
-from pytest_loopguard.traceio import load
+from pytest_loopguard.io._format import load
+from pytest_loopguard.live._session import Session
+from pytest_loopguard.runtime._replay import replay
 
 PRESETS = sorted(p.stem for p in (Path(__file__).parents[2] / "pytest_loopguard" / "presets").glob("*.yaml"))
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from pytest_loopguard import adapters
-from pytest_loopguard.session import Session
+from pytest_loopguard.live import _adapters as adapters
+from pytest_loopguard.live._session import Session
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "runtime.md"
 TEXT = DOC.read_text(encoding="utf-8")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard.shell import (
+from pytest_loopguard.core._shell import (
     Command,
     _parsed_commands,
     _plain_commands,
@@ -18,7 +18,7 @@ from pytest_loopguard.shell import (
     _strip_bodies,
     read_command_line,
 )
-from pytest_loopguard.targets import CallTarget
+from pytest_loopguard.core._targets import CallTarget
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "real"
 

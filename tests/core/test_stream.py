@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard.bench import synthetic_trace
+from pytest_loopguard.bench._replay import synthetic_trace
+from pytest_loopguard.core._expect import check
+from pytest_loopguard.core._model import Message, Step, ToolCall, ToolResult, Trace
 from pytest_loopguard.errors import LoopguardWarning, NotATraceError, TraceError
-from pytest_loopguard.expect import check
-from pytest_loopguard.model import Message, Step, ToolCall, ToolResult, Trace
-from pytest_loopguard.policy import resolve_policy
-from pytest_loopguard.replay import replay
-from pytest_loopguard.stream import replay_jsonl, run_paths
-from pytest_loopguard.traceio import dump, load_file, validate_paths
+from pytest_loopguard.io._format import dump, load_file, validate_paths
+from pytest_loopguard.io._stream import replay_jsonl, run_paths
+from pytest_loopguard.runtime._policy import resolve_policy
+from pytest_loopguard.runtime._replay import replay
 
 ROOT = Path(__file__).parents[2]
 CORPUS = [t for t in validate_paths([ROOT / "traces"])[0] if t.mode != "simulate"]
@@ -100,7 +100,7 @@ def test_run_paths_reports_each_bad_file_and_goes_on(tmp_path: Path) -> None:
 
 
 def test_lines_split_across_read_blocks_stream_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_loopguard import stream
+    from pytest_loopguard.io import _stream as stream
 
     monkeypatch.setattr(stream, "_BLOCK", 7)  # every line, and many a UTF-8 character, spans blocks
     trace = synthetic_trace("blocks", random.Random(8), steps=60)
@@ -110,7 +110,7 @@ def test_lines_split_across_read_blocks_stream_alike(tmp_path: Path, monkeypatch
 
 def test_a_line_beyond_the_bound_and_a_bad_byte_are_named_by_line(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_loopguard import stream
+    from pytest_loopguard.io import _stream as stream
 
     monkeypatch.setattr(stream, "_BLOCK", 16)
     monkeypatch.setattr(stream, "MAX_FILE_BYTES", 100)
@@ -149,7 +149,7 @@ def test_lines_after_the_run_stopped_are_still_checked(tmp_path: Path) -> None:
 @pytest.mark.parametrize("block", [5, 64, 1 << 20])
 def test_a_torn_line_is_only_the_last_non_blank_one_whatever_the_blocks(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int) -> None:
-    from pytest_loopguard import stream
+    from pytest_loopguard.io import _stream as stream
 
     monkeypatch.setattr(stream, "_BLOCK", block)
     head = '\n\n{"loopguard": 1, "name": "t"}\n  \n{"tool": "a"}\n'
@@ -169,7 +169,7 @@ def test_a_torn_line_is_only_the_last_non_blank_one_whatever_the_blocks(
 
 def test_rows_give_the_header_with_whether_it_is_the_last_then_the_rest(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_loopguard import stream
+    from pytest_loopguard.io import _stream as stream
 
     monkeypatch.setattr(stream, "_BLOCK", 3)
     path = tmp_path / "rows.jsonl"
@@ -197,7 +197,7 @@ def test_a_strict_trace_reports_each_unexpected_intervention_as_the_full_replay_
 @pytest.mark.parametrize("hold", [1, 2, 4, 1000])
 def test_steps_before_the_first_llm_step_are_held_only_while_an_llm_step_may_follow(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hold: int) -> None:
-    from pytest_loopguard import stream
+    from pytest_loopguard.io import _stream as stream
 
     monkeypatch.setattr(stream, "_HOLD", hold)
     rng = random.Random(6)
@@ -272,8 +272,8 @@ def _header_or_error(read: object) -> object:
 
 @pytest.mark.parametrize("text", HOSTILE_HEADERS)
 def test_the_header_read_by_a_stream_is_the_loaders_header(tmp_path: Path, text: str) -> None:
-    from pytest_loopguard import stream
-    from pytest_loopguard.traceio import loads
+    from pytest_loopguard.io import _stream as stream
+    from pytest_loopguard.io._format import loads
 
     path = str(tmp_path / "h.jsonl")
     for lead in ("", "\n  \n"):  # a header after blank lines keeps its line number in errors
@@ -283,7 +283,7 @@ def test_the_header_read_by_a_stream_is_the_loaders_header(tmp_path: Path, text:
 
 
 def test_every_corpus_header_streams_as_loaded(tmp_path: Path) -> None:
-    from pytest_loopguard import stream
+    from pytest_loopguard.io import _stream as stream
 
     for trace in CORPUS:
         path = tmp_path / f"{trace.name}.jsonl"
@@ -298,7 +298,7 @@ def test_run_streams_a_jsonl_trace_longer_than_the_loader_may_hold(tmp_path: Pat
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     # `loopguard run` replays a JSONL file as it reads it, so the loader's bound on a whole trace (it holds
     # every step) does not apply: lowered to 50 steps, the 200-step file is refused whole and run streamed
-    from pytest_loopguard import traceio
+    from pytest_loopguard.io import _format as traceio
 
     trace = synthetic_trace("long", random.Random(3), steps=200)
     path = tmp_path / "long.jsonl"

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from pytest_loopguard import PolicyError, resolve_policy
-from pytest_loopguard.model import ToolCall, ToolResult
-from pytest_loopguard.runtime import Guard
-from pytest_loopguard.shell import Command
-from pytest_loopguard.targets import NO_TARGET, CallTarget, target_of
-from pytest_loopguard.tools import Classifier, ToolRule, parse_rules
+from pytest_loopguard.core._classify import Classifier, ToolRule, parse_rules
+from pytest_loopguard.core._model import ToolCall, ToolResult
+from pytest_loopguard.core._shell import Command
+from pytest_loopguard.core._targets import NO_TARGET, CallTarget, target_of
+from pytest_loopguard.runtime._guard import Guard
 
 
 def target(tool: str, rules: tuple[ToolRule, ...] = (), **args: object) -> CallTarget:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_loopguard import PolicyError, resolve_policy
-from pytest_loopguard.model import ToolCall
-from pytest_loopguard.tools import TOOL_CACHE_LIMIT, Classifier, ToolRule, parse_rules
+from pytest_loopguard.core._classify import TOOL_CACHE_LIMIT, Classifier, ToolRule, parse_rules
+from pytest_loopguard.core._model import ToolCall
 
 
 def kind(classifier: Classifier, tool: str, **args: object) -> str:

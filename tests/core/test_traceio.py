@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_loopguard.errors import LoopguardWarning, NotATraceError, TraceError
-from pytest_loopguard.traceio import dump, dumps, load, load_file, loads, trace_to_mapping, validate_paths
+from pytest_loopguard.io._format import dump, dumps, load, load_file, loads, trace_to_mapping, validate_paths
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

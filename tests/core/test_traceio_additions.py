@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_loopguard.core._model import LLMCall, Message, Rejected, StepSource
 from pytest_loopguard.errors import TraceError
-from pytest_loopguard.model import LLMCall, Message, Rejected, StepSource
-from pytest_loopguard.traceio import dumps, load_file, loads
+from pytest_loopguard.io._format import dumps, load_file, loads
 
 ADDITIONS = """
 loopguard: 1

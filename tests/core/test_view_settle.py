@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from pytest_loopguard import Guard, ToolCall, ToolResult, resolve_policy, runtime
-from pytest_loopguard.model import LLMCall, Message
-from pytest_loopguard.runtime import Turn
+from pytest_loopguard import Guard, ToolCall, ToolResult, resolve_policy
+from pytest_loopguard.core._model import LLMCall, Message
+from pytest_loopguard.runtime import _guard as runtime
+from pytest_loopguard.runtime._guard import Turn
 
 NEVER = 10**9  # a keep no run reaches: nothing is settled
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_loopguard.traceio import loads, trace_to_mapping
-from pytest_loopguard.yamlsplice import REMOVE, Edit, SpliceError, apply_edits, flow
+from pytest_loopguard.io._format import loads, trace_to_mapping
+from pytest_loopguard.io._yamlsplice import REMOVE, Edit, SpliceError, apply_edits, flow
 
 TEXT = """\
 # head

@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 from markdown_blocks import ROOT, Block, all_blocks, blocks, markdown_files, prose
 
-from pytest_loopguard import cli
-from pytest_loopguard.expect import check
-from pytest_loopguard.model import Trace
-from pytest_loopguard.runner import execute
-from pytest_loopguard.traceio import load_file, loads
+from pytest_loopguard.cli import _main as cli
+from pytest_loopguard.core._expect import check
+from pytest_loopguard.core._model import Trace
+from pytest_loopguard.io._format import load_file, loads
+from pytest_loopguard.io._runner import execute
 
 pytest_plugins = ["pytester"]
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from markdown_blocks import ROOT, all_blocks
 
-from pytest_loopguard import traceio
+from pytest_loopguard.io import _format as traceio
 
 # Every YAML file the project ships or collects: the trace corpus, the presets, any policy files.
 YAML_FILES = sorted(

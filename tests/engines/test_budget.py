@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_loopguard import Guard, ToolCall, ToolResult, TraceError, Verdict, replay, resolve_policy
+from pytest_loopguard.core._model import Task
+from pytest_loopguard.core.hookspecs import hookimpl
 from pytest_loopguard.engines.budget import Budget, Envelope, Settings
-from pytest_loopguard.hookspecs import hookimpl
-from pytest_loopguard.model import Task
-from pytest_loopguard.runtime import Clock, Decision
-from pytest_loopguard.traceio import loads
+from pytest_loopguard.io._format import loads
+from pytest_loopguard.runtime._guard import Clock, Decision
 
 OK = ToolResult(text="ok")
 FAILED = ToolResult.failure("Element not found")

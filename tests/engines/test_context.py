@@ -16,15 +16,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_loopguard.conversation import Entry, PromptView
+from pytest_loopguard.core._conversation import Entry, PromptView
+from pytest_loopguard.core._model import LLMCall, ToolCall, ToolResult, Verdict, combine
+from pytest_loopguard.core.hookspecs import hookimpl
 from pytest_loopguard.engines.context import Context, compaction_boundary
 from pytest_loopguard.errors import PolicyError
-from pytest_loopguard.hookspecs import hookimpl
-from pytest_loopguard.model import LLMCall, ToolCall, ToolResult, Verdict, combine
-from pytest_loopguard.policy import ALIASES, preset_names, resolve_policy
-from pytest_loopguard.replay import replay
-from pytest_loopguard.runtime import Guard
-from pytest_loopguard.traceio import trace_from_mapping
+from pytest_loopguard.io._format import trace_from_mapping
+from pytest_loopguard.runtime._guard import Guard
+from pytest_loopguard.runtime._policy import ALIASES, preset_names, resolve_policy
+from pytest_loopguard.runtime._replay import replay
 
 # ---- drivers: the Guard calls replay makes, so tests can look at the view and transcript -----------
 

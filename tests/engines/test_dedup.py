@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from pytest_loopguard.conversation import Entry
-from pytest_loopguard.model import LLMCall, ToolCall, ToolResult, Verdict, combine
-from pytest_loopguard.policy import resolve_policy
-from pytest_loopguard.replay import replay
-from pytest_loopguard.runtime import Guard
-from pytest_loopguard.traceio import trace_from_mapping
+from pytest_loopguard.core._conversation import Entry
+from pytest_loopguard.core._model import LLMCall, ToolCall, ToolResult, Verdict, combine
+from pytest_loopguard.io._format import trace_from_mapping
+from pytest_loopguard.runtime._guard import Guard
+from pytest_loopguard.runtime._policy import resolve_policy
+from pytest_loopguard.runtime._replay import replay
 
 SNAPSHOT = ToolCall.of("browser_snapshot")
 TABS = ToolCall.of("browser_tab_list")

@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_loopguard import Guard, ReplayResult, ToolCall, ToolResult, replay, resolve_policy
+from pytest_loopguard.core._model import Message
 from pytest_loopguard.engines import failure_tracker
 from pytest_loopguard.engines.failure_tracker import FailureTracker, action_identity
-from pytest_loopguard.model import Message
-from pytest_loopguard.traceio import trace_from_mapping
+from pytest_loopguard.io._format import trace_from_mapping
 
 ENGINE = "failure_tracker"
 # Only failure_tracker decides these tests (default turns every engine on; their verdicts are not ours).

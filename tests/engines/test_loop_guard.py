@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from pytest_loopguard import Guard, ReplayResult, ToolCall, ToolResult, replay, resolve_policy
-from pytest_loopguard.expect import check
-from pytest_loopguard.model import Message
-from pytest_loopguard.traceio import load, trace_from_mapping
+from pytest_loopguard.core._expect import check
+from pytest_loopguard.core._model import Message
+from pytest_loopguard.io._format import load, trace_from_mapping
 
 # Only loop_guard runs in these tests: another engine's verdict (or a block that changes what loop_guard
 # is told) must not decide a loop_guard test.
@@ -602,7 +602,7 @@ def test_identical_outcome_blocks_name_each_calls_own_tool_and_count() -> None:
     # two poisoned calls retried in turn: each block names its own tool and count (the last block is reused
     # only for the same tool and count)
     from pytest_loopguard.engines.loop_guard import LoopGuard
-    from pytest_loopguard.policy import Policy
+    from pytest_loopguard.runtime._policy import Policy
 
     settings = LoopGuard.Settings(outcome_block_threshold=2, ping_pong_periods=())
     guard = Guard(Policy("outcomes", {"loop_guard": settings}))

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from pytest_loopguard import Guard, PolicyError, ToolCall, ToolResult, resolve_policy
+from pytest_loopguard.core._model import Task
 from pytest_loopguard.engines.budget import Budget
 from pytest_loopguard.engines.failure_tracker import FailureTracker
 from pytest_loopguard.engines.loop_guard import LoopGuard
 from pytest_loopguard.engines.lru import DEFAULT_MAX_KEYS, LRUMap
 from pytest_loopguard.engines.read_tracker import ReadTracker
-from pytest_loopguard.model import Task
-from pytest_loopguard.runtime import Decision
+from pytest_loopguard.runtime._guard import Decision
 
 ONLY = {"loop_guard": False, "read_tracker": False, "failure_tracker": False, "budget": False, "dedup": False,
         "context": False}

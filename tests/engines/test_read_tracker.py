@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_loopguard import Guard, ToolCall, ToolResult, Verdict, resolve_policy
+from pytest_loopguard.core._model import Message
+from pytest_loopguard.core.hookspecs import hookimpl
 from pytest_loopguard.engines.read_tracker import ReadTracker, Settings
-from pytest_loopguard.hookspecs import hookimpl
-from pytest_loopguard.model import Message
-from pytest_loopguard.runtime import Decision
+from pytest_loopguard.runtime._guard import Decision
 
 OTHER_ENGINES = ("loop_guard", "failure_tracker", "budget", "dedup", "context")
 CONTENT = ToolResult(text="line 1\nline 2\n")

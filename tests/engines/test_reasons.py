@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_loopguard.core._expect import check
 from pytest_loopguard.engines import ENGINE_ORDER, registry
-from pytest_loopguard.expect import check
-from pytest_loopguard.runner import execute
-from pytest_loopguard.traceio import validate_paths
+from pytest_loopguard.io._format import validate_paths
+from pytest_loopguard.io._runner import execute
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 # budget builds its codes from the budget's name: `_verdict("warn", "failure_streak", ...)` is budget.failure_streak.

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from pytest_loopguard import Guard, PolicyError, ReplayResult, cli, replay, resolve_policy
+from pytest_loopguard import Guard, PolicyError, ReplayResult, replay, resolve_policy
+from pytest_loopguard.cli import _main as cli
+from pytest_loopguard.core._model import LLMCall, Message, ToolCall, ToolResult, Trace
 from pytest_loopguard.engines.stuck_detector import StuckDetector, _syntax_errors
 from pytest_loopguard.importers import import_traces
-from pytest_loopguard.model import LLMCall, Message, ToolCall, ToolResult, Trace
-from pytest_loopguard.traceio import trace_from_mapping
+from pytest_loopguard.io._format import trace_from_mapping
 
 
 def run(policy: Any, steps: Sequence[Mapping[str, Any]]) -> ReplayResult:

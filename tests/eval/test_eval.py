@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from eval_corpus import LABELS, write_corpus
 
-from pytest_loopguard.eval import events, match_labels, score_policy
-from pytest_loopguard.evalruns import call_count, load_runs
-from pytest_loopguard.labels import LabelsError, load_labels
-from pytest_loopguard.policy import resolve_policy
-from pytest_loopguard.replay import replay
-from pytest_loopguard.traceio import loads
+from pytest_loopguard.eval._labels import LabelsError, load_labels
+from pytest_loopguard.eval._runs import call_count, load_runs
+from pytest_loopguard.eval._score import events, match_labels, score_policy
+from pytest_loopguard.io._format import loads
+from pytest_loopguard.runtime._policy import resolve_policy
+from pytest_loopguard.runtime._replay import replay
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from eval_corpus import LABELS, write_corpus
 
-from pytest_loopguard import cli
+from pytest_loopguard.cli import _main as cli
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard import cli
+from pytest_loopguard.cli import _main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "eval.md").read_text(encoding="utf-8")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_loopguard.errors import TraceError
-from pytest_loopguard.evalruns import call_count, load_runs
+from pytest_loopguard.eval._runs import call_count, load_runs
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "real"
 ASTROPY = REAL / "mini-swe-agent-gemini-3-pro" / "astropy__astropy-12907.traj.json"

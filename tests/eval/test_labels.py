@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard.labels import LabelsError, load_labels
+from pytest_loopguard.eval._labels import LabelsError, load_labels
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "real" / "labels.yaml"
 

@@ -1,5 +1,5 @@
 """`default` on ../shared/corpus/real with its labels.yaml (one test per labelled run): every loop
-labelled `flag` gets a warn or block inside its range, no false stop (see pytest_loopguard.eval), and no
+labelled `flag` gets a warn or block inside its range, no false stop (see pytest_loopguard.eval._score), and no
 verdict at all on a run labelled healthy. The calibration corpus test is `slow` (deselected by default):
 `python -m pytest -m slow tests/eval`."""
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard.eval import match_labels, score_policy
-from pytest_loopguard.evalruns import load_runs
-from pytest_loopguard.labels import load_labels
-from pytest_loopguard.policy import resolve_policy
+from pytest_loopguard.eval._labels import load_labels
+from pytest_loopguard.eval._runs import load_runs
+from pytest_loopguard.eval._score import match_labels, score_policy
+from pytest_loopguard.runtime._policy import resolve_policy
 
 SHARED = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
 REAL_LABELS = load_labels(SHARED / "real" / "labels.yaml")

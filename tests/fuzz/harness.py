@@ -62,11 +62,11 @@ def _names_file(message: str, path: Path) -> bool:
 
 
 def _library(path: Path) -> tuple[str, str]:
+    from pytest_loopguard.core._expect import check
     from pytest_loopguard.errors import LoopguardError
-    from pytest_loopguard.expect import check
-    from pytest_loopguard.report import mismatch_table, timeline_table
-    from pytest_loopguard.runner import execute
-    from pytest_loopguard.traceio import load_file
+    from pytest_loopguard.io._format import load_file
+    from pytest_loopguard.io._runner import execute
+    from pytest_loopguard.report._tables import mismatch_table, timeline_table
 
     try:
         with warnings.catch_warnings():
@@ -87,7 +87,7 @@ def _library(path: Path) -> tuple[str, str]:
 
 
 def _cli(path: Path) -> tuple[str, str]:
-    from pytest_loopguard.cli import main
+    from pytest_loopguard.cli._main import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():

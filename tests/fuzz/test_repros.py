@@ -12,7 +12,7 @@ import pytest
 from harness import Outcome, run_inputs
 
 from pytest_loopguard.errors import PolicyError
-from pytest_loopguard.policy import resolve_policy
+from pytest_loopguard.runtime._policy import resolve_policy
 
 REPO = Path(__file__).resolve().parents[2]
 REPROS = REPO.parent / "shared" / "fuzz-repros"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_loopguard.importers import ImportedRun, Source, import_runs, to_trace
-from pytest_loopguard.runner import execute
+from pytest_loopguard.io._runner import execute
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_loopguard.errors import TraceError
 from pytest_loopguard.importers import ImportedRun, Source, available, detect, import_runs, to_trace
-from pytest_loopguard.runner import execute
+from pytest_loopguard.io._runner import execute
 
 
 def write(path: Path, value: Any) -> Path:

@@ -3,8 +3,8 @@ with the reason, never parsed by recursion into a crash or an internal error."""
 
 from __future__ import annotations
 
+from pytest_loopguard.core._limits import MAX_DEPTH
 from pytest_loopguard.importers.build import parse_arguments
-from pytest_loopguard.limits import MAX_DEPTH
 
 
 def test_deep_argument_text_is_kept_raw_with_the_reason() -> None:

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 from planted_secrets import PLANTED, USER_RULE, assert_no_planted_secret, planted_payload
 
-from pytest_loopguard import cli, import_cmd
+from pytest_loopguard.cli import _import as import_cmd
+from pytest_loopguard.cli import _main as cli
+from pytest_loopguard.core._limits import MAX_FILE_BYTES, MAX_STRING
 from pytest_loopguard.importers import ImportedRun, Importer, Source, available
-from pytest_loopguard.limits import MAX_FILE_BYTES, MAX_STRING
-from pytest_loopguard.traceio import load
+from pytest_loopguard.io._format import load
 
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 REAL = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "real"

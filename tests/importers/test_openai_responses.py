@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_loopguard.importers import ImportedRun, Source, available, detect, import_runs, to_trace
-from pytest_loopguard.runner import execute
+from pytest_loopguard.io._runner import execute
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

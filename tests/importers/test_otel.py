@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from pytest_loopguard import cli
+from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.importers import ImportedRun, Source, available, detect, import_runs, to_trace
 from pytest_loopguard.importers.otel import NO_ARGUMENTS, attribute_value
-from pytest_loopguard.runner import execute
+from pytest_loopguard.io._runner import execute
 
 FIXTURES = Path(__file__).parent / "fixtures"
 EXPORT = FIXTURES / "otel_export.json"

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_loopguard import cli
+from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.importers import import_runs, to_trace
-from pytest_loopguard.runner import execute
-from pytest_loopguard.traceio import dumps, loads
+from pytest_loopguard.io._format import dumps, loads
+from pytest_loopguard.io._runner import execute
 
 REAL = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "real"
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard import cli
+from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.errors import NotATraceError
 from pytest_loopguard.importers.recognise import looks_like, skip_note
-from pytest_loopguard.traceio import load_file
+from pytest_loopguard.io._format import load_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TRACE = "loopguard: 1\nname: ok\nsteps: [{tool: a}]\n"

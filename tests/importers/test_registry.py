@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard import cli
+from pytest_loopguard.cli import _main as cli
+from pytest_loopguard.core.hookspecs import hookimpl
 from pytest_loopguard.errors import TraceError
-from pytest_loopguard.hookspecs import hookimpl
 from pytest_loopguard.importers import (
     ImportedRun,
     Importer,

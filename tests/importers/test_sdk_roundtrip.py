@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard import cli
-from pytest_loopguard.traceio import load_file
+from pytest_loopguard.cli import _main as cli
+from pytest_loopguard.io._format import load_file
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SDK_FIXTURES = sorted(p for p in FIXTURES.iterdir() if p.name.startswith(("openai_", "anthropic_", "otel_", "tau_")))

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest_loopguard
 from pytest_loopguard import LoopguardError, compiled, load_file, replay, resolve_policy
 from pytest_loopguard.buildinfo import compiled_modules
-from pytest_loopguard.policy import preset_names
+from pytest_loopguard.runtime._policy import preset_names
 
 assert Path(pytest_loopguard.__file__).is_relative_to(sys.argv[2]), pytest_loopguard.__file__
 out = {"compiled": compiled(), "modules": list(compiled_modules()), "runs": {}}

@@ -50,8 +50,8 @@ def test_presets_and_every_module_are_shipped(wheel: zipfile.ZipFile) -> None:
 def test_the_plugin_and_the_command_are_registered(wheel: zipfile.ZipFile) -> None:
     [entry_points] = [n for n in wheel.namelist() if n.endswith(".dist-info/entry_points.txt")]
     text = wheel.read(entry_points).decode()
-    assert "[pytest11]\nloopguard = pytest_loopguard.plugin" in text
-    assert "loopguard = pytest_loopguard.cli:main" in text
+    assert "[pytest11]\nloopguard = pytest_loopguard.pytest.plugin" in text
+    assert "loopguard = pytest_loopguard.cli._main:main" in text
 
 
 def test_mypy_strict_on_user_code_sees_the_packages_types(tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ def test_installed_engine_is_named_like_a_builtin(repo: pytest.Pytester) -> None
 
 def test_installed_engine_in_the_command(repo: pytest.Pytester) -> None:
     install(repo.path / "site", "search_budget = team_engines.search_budget:SearchBudget")
-    done = subprocess.run([sys.executable, "-m", "pytest_loopguard.cli", "run", "traces"], cwd=repo.path,
+    done = subprocess.run([sys.executable, "-m", "pytest_loopguard.cli._main", "run", "traces"], cwd=repo.path,
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 traces replayed, 0 mismatched" in done.stdout

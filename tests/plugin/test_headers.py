@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from files import write
 
-from pytest_loopguard.benchsuite import write_corpus
+from pytest_loopguard.bench._suite import write_corpus
 from pytest_loopguard.errors import NotATraceError, TraceError
-from pytest_loopguard.headers import TraceHeader, read_headers
-from pytest_loopguard.traceio import SUFFIXES, load_file
+from pytest_loopguard.io._format import SUFFIXES, load_file
+from pytest_loopguard.io._headers import TraceHeader, read_headers
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared"

@@ -147,10 +147,10 @@ def test_the_simulation_fixtures_module_is_registered(pytester: pytest.Pytester)
     pytester.makepyfile(
         test_plugins="""
         def test_registered(pytestconfig):
-            import pytest_loopguard.fixtures, pytest_loopguard.sim_fixtures
+            import pytest_loopguard.pytest._fixtures, pytest_loopguard.pytest._sim_fixtures
             pm = pytestconfig.pluginmanager
-            assert pm.get_plugin("loopguard-sim") is pytest_loopguard.sim_fixtures
-            assert pm.get_plugin("loopguard-fixtures") is pytest_loopguard.fixtures
+            assert pm.get_plugin("loopguard-sim") is pytest_loopguard.pytest._sim_fixtures
+            assert pm.get_plugin("loopguard-fixtures") is pytest_loopguard.pytest._fixtures
         """
     )
     pytester.runpytest().assert_outcomes(passed=1)
@@ -181,7 +181,7 @@ def test_a_failing_assert_ok_shows_the_callers_line_and_the_table_only(pytester:
 
 
 def test_tool_arguments_may_be_named_like_the_builders_own_parameters() -> None:
-    from pytest_loopguard.fixtures import TraceBuilder
+    from pytest_loopguard.pytest._fixtures import TraceBuilder
 
     trace = (TraceBuilder()
              .tool("create_file", name="a.txt", result="x")  # `name`, `result`: tool arguments, by keyword

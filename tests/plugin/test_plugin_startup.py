@@ -50,9 +50,9 @@ def test_the_check_sees_a_heavy_module_when_one_is_loaded(pytester: pytest.Pytes
 
 
 # The replay core: what only running a trace needs. The xdist controller runs none, so it loads none of it.
-CORE = ("pytest_loopguard.replay", "pytest_loopguard.runtime", "pytest_loopguard.traceio", "pytest_loopguard.model",
-        "pytest_loopguard.policy", "pytest_loopguard.engines.loop_guard", "pytest_loopguard.golden",
-        "pytest_loopguard.headers")
+CORE = ("pytest_loopguard.runtime._replay", "pytest_loopguard.runtime._guard", "pytest_loopguard.io._format",
+        "pytest_loopguard.core._model", "pytest_loopguard.runtime._policy", "pytest_loopguard.engines.loop_guard",
+        "pytest_loopguard.io._golden", "pytest_loopguard.io._headers")
 ROLES = """
 import sys
 

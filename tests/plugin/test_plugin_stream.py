@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_loopguard import plugin, safeload
-from pytest_loopguard.golden import observed_trace
+from pytest_loopguard.core import _safeload as safeload
+from pytest_loopguard.core._model import StepExpect, Trace
 from pytest_loopguard.importers import import_runs, to_trace
-from pytest_loopguard.model import StepExpect, Trace
-from pytest_loopguard.replay import replay
-from pytest_loopguard.traceio import dumps
+from pytest_loopguard.io._format import dumps
+from pytest_loopguard.io._golden import observed_trace
+from pytest_loopguard.pytest import plugin
+from pytest_loopguard.runtime._replay import replay
 
 pytest_plugins = ["pytester"]
 
@@ -123,7 +124,7 @@ def test_a_corpus_run_lets_each_files_traces_go_once_its_items_have_run(project:
     project.makeconftest(
         """
         import gc
-        from pytest_loopguard.model import StepExpect, Trace
+        from pytest_loopguard.core._model import StepExpect, Trace
 
         held = {}
 

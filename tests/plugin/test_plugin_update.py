@@ -8,9 +8,9 @@ import json
 import pytest
 
 from pytest_loopguard import load, replay
-from pytest_loopguard.golden import observed_trace
-from pytest_loopguard.model import RunExpect, StepExpect
-from pytest_loopguard.traceio import trace_from_mapping
+from pytest_loopguard.core._model import RunExpect, StepExpect
+from pytest_loopguard.io._format import trace_from_mapping
+from pytest_loopguard.io._golden import observed_trace
 
 pytest_plugins = ["pytester"]
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from pytest_loopguard.expect import Mismatch, check
-from pytest_loopguard.model import ReplayResult, StepResult, Verdict
-from pytest_loopguard.report import (
+from pytest_loopguard.core._expect import Mismatch, check
+from pytest_loopguard.core._model import ReplayResult, StepResult, Verdict
+from pytest_loopguard.io._format import trace_from_mapping
+from pytest_loopguard.report._tables import (
     json_entry,
     mismatch_table,
     shorten,
     summary_table,
     timeline_table,
 )
-from pytest_loopguard.traceio import trace_from_mapping
 
 
 def _result(actions: list[str], *, expects: dict[int, object] | None = None, outcome: str = "incomplete",
@@ -143,6 +143,6 @@ def test_report_module_does_not_import_pytest() -> None:
     import subprocess
     import sys
 
-    code = "import sys, pytest_loopguard.report; print('pytest' in sys.modules, '_pytest' in sys.modules)"
+    code = "import sys, pytest_loopguard.report._tables; print('pytest' in sys.modules, '_pytest' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

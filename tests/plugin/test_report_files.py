@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from pytest_loopguard.expect import check
-from pytest_loopguard.replay import policy_for
-from pytest_loopguard.report_doc import report_document, report_entry, report_format, write_report
-from pytest_loopguard.report_md import strip
-from pytest_loopguard.runner import execute
-from pytest_loopguard.traceio import load_file
+from pytest_loopguard.core._expect import check
+from pytest_loopguard.io._format import load_file
+from pytest_loopguard.io._runner import execute
+from pytest_loopguard.report._document import report_document, report_entry, report_format, write_report
+from pytest_loopguard.report._markdown import strip
+from pytest_loopguard.runtime._replay import policy_for
 
 pytest_plugins = ["pytester"]
 
@@ -85,7 +85,7 @@ def test_html_marks_match_the_verdicts(tmp_path: Path) -> None:
 
 
 def test_mark_colours_follow_the_action(tmp_path: Path) -> None:
-    from pytest_loopguard.timeline_svg import ACTION_COLOURS
+    from pytest_loopguard.report._svg import ACTION_COLOURS
 
     write_report(tmp_path / "r.html", entries_for(BUNDLED[1:2]), {})
     root = ET.fromstring((tmp_path / "r.html").read_text(encoding="utf-8"))
@@ -156,7 +156,7 @@ def test_matrix_html_has_a_row_per_policy(pytester: pytest.Pytester) -> None:
 
 
 def test_metadata_cells() -> None:
-    from pytest_loopguard.report_doc import meta_text
+    from pytest_loopguard.report._document import meta_text
 
     assert [meta_text(v) for v in (None, [], ["default", "spacebot"], "pytest", 3)] == [
         "—", "—", "default, spacebot", "pytest", "3"]

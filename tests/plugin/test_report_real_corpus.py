@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_loopguard.diff import diff_results, interventions
-from pytest_loopguard.expect import check
+from pytest_loopguard.core._expect import check
+from pytest_loopguard.core._model import Trace
+from pytest_loopguard.eval._diff import diff_results, interventions
 from pytest_loopguard.importers import import_runs, to_trace
-from pytest_loopguard.model import Trace
-from pytest_loopguard.replay import policy_for, replay
-from pytest_loopguard.report_doc import report_entry, write_report
+from pytest_loopguard.report._document import report_entry, write_report
+from pytest_loopguard.runtime._replay import policy_for, replay
 
 REAL = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "real"
 LABELS = yaml.safe_load((REAL / "labels.yaml").read_text(encoding="utf-8"))["runs"]

@@ -8,8 +8,8 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from pytest_loopguard import Trace, replay
-from pytest_loopguard import strategies as lgst
-from pytest_loopguard.traceio import dumps
+from pytest_loopguard.io._format import dumps
+from pytest_loopguard.pytest import _strategies as lgst
 
 WITHOUT_TASK = lgst.traces(kinds=("tool", "llm", "phase", "message"), unicode=False, expectations=False).map(
     lambda t: dataclasses.replace(t, task=None)
@@ -30,7 +30,7 @@ def test_without_an_envelope_the_budget_changes_nothing(trace: Trace, preset: st
 
 def test_with_an_envelope_the_budget_speaks() -> None:
     # openchrome: the observation streak limit is 6, so the 7th observation in a row warns (PRESETS.md)
-    from pytest_loopguard.model import Task, ToolCall
+    from pytest_loopguard.core._model import Task, ToolCall
 
     snapshots = [ToolCall.of("read_page", {"n": i}) for i in range(7)]
     trace = lgst.build_trace(snapshots, policy="openchrome", task=Task("Buy the cheapest flight"))

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tabulate import tabulate
 
-from pytest_loopguard.console import plain_table
+from pytest_loopguard.report._console import plain_table
 
 PLAIN = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=12).map(str.strip)
 # what tabulate treats specially: spaces around a cell, numbers, wide and combining characters, tabs, line

@@ -10,12 +10,12 @@ from hypothesis import example, given, note
 from hypothesis import strategies as st
 
 from pytest_loopguard import Guard, Trace, replay, resolve_policy
-from pytest_loopguard import strategies as lgst
-from pytest_loopguard.conversation import Entry, PromptView
-from pytest_loopguard.hookspecs import hookimpl
-from pytest_loopguard.model import LLMCall, Message, ToolCall, ToolResult
-from pytest_loopguard.replay import turn_plan
-from pytest_loopguard.traceio import dumps
+from pytest_loopguard.core._conversation import Entry, PromptView
+from pytest_loopguard.core._model import LLMCall, Message, ToolCall, ToolResult
+from pytest_loopguard.core.hookspecs import hookimpl
+from pytest_loopguard.io._format import dumps
+from pytest_loopguard.pytest import _strategies as lgst
+from pytest_loopguard.runtime._replay import turn_plan
 
 CONTEXT_PRESETS = ("default", "spacebot-worker", "spacebot-channel", "hermes", "hermes-current", "claw-code")
 # presets that keep the last few messages (rather than drop a fraction of them) when compacting

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_loopguard import replay
-from pytest_loopguard.traceio import trace_from_mapping
+from pytest_loopguard.io._format import trace_from_mapping
 
 FILES = ("a.py", "pkg/b.py", "c.txt")
 READS = st.sampled_from(FILES).flatmap(lambda f: st.sampled_from(

@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_loopguard import Trace, replay
-from pytest_loopguard import strategies as lgst
-from pytest_loopguard.diff import diff_results, interventions, spent
-from pytest_loopguard.policy import ALIASES, preset_names
+from pytest_loopguard.eval._diff import diff_results, interventions, spent
+from pytest_loopguard.pytest import _strategies as lgst
+from pytest_loopguard.runtime._policy import ALIASES, preset_names
 
 PRESETS = [n for n in preset_names() if n not in ALIASES]
 TRACES = lgst.traces(kinds=("tool", "llm", "message", "done", "rejected"), max_steps=25, expectations=False)

@@ -7,8 +7,8 @@ from hypothesis import example, given, note
 from hypothesis import strategies as st
 
 from pytest_loopguard import Policy, ToolCall, ToolResult, Trace, replay, resolve_policy
-from pytest_loopguard import strategies as lgst
-from pytest_loopguard.traceio import dumps
+from pytest_loopguard.io._format import dumps
+from pytest_loopguard.pytest import _strategies as lgst
 
 REASONS = ("failure_tracker.force_done", "failure_tracker.max_failures")
 seen: set[tuple[bool, bool]] = set()  # (forced done?, stopped?) across examples

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from steplines import same_as_full
 
 from pytest_loopguard import Trace
-from pytest_loopguard import strategies as lgst
-from pytest_loopguard.limits import MAX_DEPTH, MAX_INT, MAX_SETTING
-from pytest_loopguard.traceio import dumps
+from pytest_loopguard.core._limits import MAX_DEPTH, MAX_INT, MAX_SETTING
+from pytest_loopguard.io._format import dumps
+from pytest_loopguard.pytest import _strategies as lgst
 
 _INF = 1e400  # written as the number 1e400 (json.dumps would write the literal Infinity, refused earlier)
 _BOUNDS = st.sampled_from((

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from pytest_loopguard import strategies as lgst
+from pytest_loopguard.core._model import Trace
 from pytest_loopguard.errors import NotATraceError, TraceError
-from pytest_loopguard.headers import TraceHeader, read_headers
-from pytest_loopguard.model import Trace
-from pytest_loopguard.traceio import NAME_FORBIDDEN, dumps, loads
+from pytest_loopguard.io._format import NAME_FORBIDDEN, dumps, loads
+from pytest_loopguard.io._headers import TraceHeader, read_headers
+from pytest_loopguard.pytest import _strategies as lgst
 
 NAMES = st.text(min_size=1, max_size=30).filter(lambda n: not any(p in n for p in NAME_FORBIDDEN))
 TAGS = st.lists(st.text(max_size=12), max_size=4).map(tuple)

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_loopguard import Guard, ToolCall, resolve_policy
+from pytest_loopguard.core._identity import FLAT_SAME_AS, IDENTITIES, IDENTITY_MODES, is_flat
 from pytest_loopguard.engines.loop_guard import LoopGuard
-from pytest_loopguard.fingerprint import FLAT_SAME_AS, IDENTITIES, IDENTITY_MODES, is_flat
 
 SCALARS = st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from([1.0, 2.5, -0.0]) | st.text(max_size=3)
 VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=2) | st.dictionaries(

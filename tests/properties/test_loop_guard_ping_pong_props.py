@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_loopguard import Guard, ToolCall, ToolResult, resolve_policy
-from pytest_loopguard.model import Message
+from pytest_loopguard.core._model import Message
 
 USER = "<user>"
 OK = ToolResult(text="ok")

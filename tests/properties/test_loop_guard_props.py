@@ -12,10 +12,10 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from pytest_loopguard import Policy, ReplayResult, Trace, replay, resolve_policy
-from pytest_loopguard import strategies as lgst
-from pytest_loopguard.hookspecs import hookimpl
-from pytest_loopguard.model import SEVERITY, ToolCall
-from pytest_loopguard.traceio import dumps
+from pytest_loopguard.core._model import SEVERITY, ToolCall
+from pytest_loopguard.core.hookspecs import hookimpl
+from pytest_loopguard.io._format import dumps
+from pytest_loopguard.pytest import _strategies as lgst
 
 # Presets whose loop guard counts consecutive calls, with their differing identity and warn action.
 LOOP_PRESETS = ("default", "spacebot-worker", "spacebot-branch", "spacebot-channel")

@@ -7,8 +7,8 @@ from hypothesis import given, note
 from hypothesis import strategies as st
 
 from pytest_loopguard import Policy, ToolCall, Trace, replay, resolve_policy
-from pytest_loopguard import strategies as lgst
-from pytest_loopguard.traceio import dumps
+from pytest_loopguard.io._format import dumps
+from pytest_loopguard.pytest import _strategies as lgst
 
 # Every argument of the key is given, so two calls with different arguments read different keys (a
 # missing offset is offset 1, the default: {path} and {path, offset: 1} are one region).

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from planted_secrets import PEM, PLANTED, USER_RULE, USER_SECRET, assert_no_planted_secret
 
-from pytest_loopguard.redact import Redactor
+from pytest_loopguard.live._redact import Redactor
 
 # texts built from secrets (and near-misses that are not secrets) between ordinary words, always with a
 # separator: a key glued to the word before it ("catsk-…") is not recognised, by design (see test_redact)

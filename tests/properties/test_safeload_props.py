@@ -10,9 +10,9 @@ from typing import Any
 from hypothesis import given, note
 from hypothesis import strategies as st
 
+from pytest_loopguard.core._limits import MAX_DEPTH, MAX_INT
+from pytest_loopguard.core._safeload import _checked_json, parse_json
 from pytest_loopguard.errors import TraceError
-from pytest_loopguard.limits import MAX_DEPTH, MAX_INT
-from pytest_loopguard.safeload import _checked_json, parse_json
 
 _LEAVES = st.one_of(
     st.sampled_from((MAX_INT, MAX_INT + 1, -MAX_INT - 1, 1e400, -1e400, 0.5, None, True, "s", "[{", "\\")),

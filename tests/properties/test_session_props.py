@@ -9,12 +9,12 @@ from typing import Any
 from hypothesis import assume, example, given, note
 from hypothesis import strategies as st
 
-from pytest_loopguard import strategies as lgst
+from pytest_loopguard.core._model import LLMCall, Step, StepResult, ToolCall, ToolResult, Trace
 from pytest_loopguard.errors import SessionError
-from pytest_loopguard.model import LLMCall, Step, StepResult, ToolCall, ToolResult, Trace
-from pytest_loopguard.replay import replay
-from pytest_loopguard.session import Session
-from pytest_loopguard.traceio import load
+from pytest_loopguard.io._format import load
+from pytest_loopguard.live._session import Session
+from pytest_loopguard.pytest import _strategies as lgst
+from pytest_loopguard.runtime._replay import replay
 
 
 def timeline(steps: tuple[StepResult, ...]) -> list[tuple[Any, ...]]:

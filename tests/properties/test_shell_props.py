@@ -5,7 +5,13 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_loopguard.shell import EFFECTS, MAX_BASHLEX_CHARS, _parsed_commands, _plain_commands, read_command_line
+from pytest_loopguard.core._shell import (
+    EFFECTS,
+    MAX_BASHLEX_CHARS,
+    _parsed_commands,
+    _plain_commands,
+    read_command_line,
+)
 
 PIECES = [*"ab./-'\"$`|&;<>()\\{}[]*~#=\n\t ", "cat ", "sed -n ", "cd ", "<<EOF\n", "EOF", "edit ", "open ", "goto "]
 SHELLISH = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)

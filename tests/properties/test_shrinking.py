@@ -7,8 +7,8 @@ from pathlib import Path
 from hypothesis import find, settings
 
 from pytest_loopguard import Trace, load, replay
-from pytest_loopguard import strategies as lgst
-from pytest_loopguard.traceio import trace_to_mapping
+from pytest_loopguard.io._format import trace_to_mapping
+from pytest_loopguard.pytest import _strategies as lgst
 
 QUICK = settings(database=None, max_examples=300, derandomize=True)
 

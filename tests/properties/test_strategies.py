@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 
 from pytest_loopguard import Policy, ToolCall, ToolResult, Trace, load, resolve_policy
-from pytest_loopguard import strategies as lgst
-from pytest_loopguard.model import Done, LLMCall, Message, Step
+from pytest_loopguard.core._model import Done, LLMCall, Message, Step
+from pytest_loopguard.pytest import _strategies as lgst
 
 
 def test_build_trace_numbers_every_kind_of_item() -> None:

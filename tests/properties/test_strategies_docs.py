@@ -14,7 +14,7 @@ PRELUDE, EXAMPLES = BLOCKS[0], BLOCKS[1:]
 
 
 def test_every_strategy_is_documented_with_an_example() -> None:
-    from pytest_loopguard import strategies
+    from pytest_loopguard.pytest import _strategies as strategies
 
     text = DOC.read_text(encoding="utf-8")
     callables = [n for n in strategies.__all__ if callable(getattr(strategies, n))]

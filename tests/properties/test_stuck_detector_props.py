@@ -10,7 +10,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from pytest_loopguard import ReplayResult, replay
-from pytest_loopguard.traceio import trace_from_mapping
+from pytest_loopguard.io._format import trace_from_mapping
 
 
 def run(policy: Any, steps: list[dict[str, Any]]) -> ReplayResult:

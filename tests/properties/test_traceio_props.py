@@ -8,8 +8,8 @@ import pytest
 from hypothesis import example, given, note
 
 from pytest_loopguard import Trace, load, replay
-from pytest_loopguard import strategies as lgst
-from pytest_loopguard.traceio import dumps, loads, trace_to_mapping
+from pytest_loopguard.io._format import dumps, loads, trace_to_mapping
+from pytest_loopguard.pytest import _strategies as lgst
 
 
 @pytest.mark.parametrize("fmt", ["yaml", "json", "jsonl"])

@@ -7,10 +7,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_loopguard import strategies as lgst
-from pytest_loopguard.model import Trace
-from pytest_loopguard.traceio import dumps, loads, trace_to_mapping
-from pytest_loopguard.yamlsplice import REMOVE, Edit, apply_edits
+from pytest_loopguard.core._model import Trace
+from pytest_loopguard.io._format import dumps, loads, trace_to_mapping
+from pytest_loopguard.io._yamlsplice import REMOVE, Edit, apply_edits
+from pytest_loopguard.pytest import _strategies as lgst
 
 ACTIONS = st.sampled_from(["allow", "warn", "block", "stop", "compact", "retry", "fail", "not_reached"])
 EXPECTS = ACTIONS | st.fixed_dictionaries(

@@ -8,12 +8,12 @@ import pytest
 
 from loopguard_simulators import AgentLoop, FakeBrowser, FakeFiles, FakeLLM, ModelReply, PingPong, Toolbox
 from loopguard_simulators.toolbox import TodoStore
-from pytest_loopguard.conversation import PromptView
-from pytest_loopguard.hookspecs import hookimpl
-from pytest_loopguard.model import ReplayResult, ToolCall, Trace, Verdict
-from pytest_loopguard.replay import replay
-from pytest_loopguard.runtime import Clock
-from pytest_loopguard.traceio import dumps, loads
+from pytest_loopguard.core._conversation import PromptView
+from pytest_loopguard.core._model import ReplayResult, ToolCall, Trace, Verdict
+from pytest_loopguard.core.hookspecs import hookimpl
+from pytest_loopguard.io._format import dumps, loads
+from pytest_loopguard.runtime._guard import Clock
+from pytest_loopguard.runtime._replay import replay
 
 SHOP = "https://shop.example"
 PAGES = {SHOP: {"title": "Shop", "snapshot_chars": 2000, "elements": [{"index": 4, "name": "Add to cart"}]}}

@@ -6,8 +6,8 @@ import pytest
 
 from loopguard_simulators import FakeBrowser
 from loopguard_simulators.browser import parse_pages
+from pytest_loopguard.core._model import ToolCall
 from pytest_loopguard.errors import ScenarioError
-from pytest_loopguard.model import ToolCall
 
 SHOP = "https://shop.example/lamps"
 LAMP = "https://shop.example/lamps/brass"

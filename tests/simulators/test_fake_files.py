@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from loopguard_simulators import FakeFiles
-from pytest_loopguard.model import ToolCall
-from pytest_loopguard.runtime import Clock
+from pytest_loopguard.core._model import ToolCall
+from pytest_loopguard.runtime._guard import Clock
 
 TEXT = "".join(f"line {n}\n" for n in range(1, 11))
 

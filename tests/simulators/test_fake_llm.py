@@ -8,9 +8,9 @@ import pytest
 
 from loopguard_simulators import FakeLLM, ForgetfulReader, PingPong, Poller, ProviderError, Retrier
 from loopguard_simulators.llm import Fault, parse_faults, parse_script, provider_error
-from pytest_loopguard.conversation import Entry, PromptView
+from pytest_loopguard.core._conversation import Entry, PromptView
+from pytest_loopguard.core._model import ToolCall
 from pytest_loopguard.errors import ScenarioError
-from pytest_loopguard.model import ToolCall
 
 
 def view_of(*entries: Entry, window: int = 0) -> PromptView:

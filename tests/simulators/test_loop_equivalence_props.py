@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from loopguard_simulators import AgentLoop, FakeBrowser, FakeFiles, FakeLLM, Toolbox
-from pytest_loopguard.policy import preset_names
-from pytest_loopguard.replay import replay
-from pytest_loopguard.traceio import dumps, loads
+from pytest_loopguard.io._format import dumps, loads
+from pytest_loopguard.runtime._policy import preset_names
+from pytest_loopguard.runtime._replay import replay
 
 SHOP = "https://shop.example"
 LAMP = "https://shop.example/lamp"

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from loopguard_simulators import simulate
+from pytest_loopguard.core._expect import check
+from pytest_loopguard.core._model import ReplayResult, Verdict
 from pytest_loopguard.errors import ScenarioError, TraceError
-from pytest_loopguard.expect import check
-from pytest_loopguard.model import ReplayResult, Verdict
-from pytest_loopguard.replay import replay
-from pytest_loopguard.traceio import dumps, load, loads
+from pytest_loopguard.io._format import dumps, load, loads
+from pytest_loopguard.runtime._replay import replay
 
 CORPUS = Path(__file__).resolve().parents[2] / "traces" / "scenarios"
 SCENARIOS = sorted(CORPUS.glob("*.yaml"))

@@ -8,9 +8,9 @@ import pytest
 
 from loopguard_simulators import simulate
 from loopguard_simulators.scenario import build
+from pytest_loopguard.core._limits import MAX_GENERATED_CHARS, MAX_SCENARIO_COUNT, MAX_SETTING, MAX_TURNS
 from pytest_loopguard.errors import ScenarioError
-from pytest_loopguard.limits import MAX_GENERATED_CHARS, MAX_SCENARIO_COUNT, MAX_SETTING, MAX_TURNS
-from pytest_loopguard.traceio import loads
+from pytest_loopguard.io._format import loads
 
 SCENARIO = """\
 loopguard: 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_loopguard.sim_fixtures import SimulationKit
+from pytest_loopguard.pytest._sim_fixtures import SimulationKit
 
 pytest_plugins = ["pytester"]
 

@@ -1,0 +1,1 @@
+"""`loopguard bench`: the performance goals, measured."""

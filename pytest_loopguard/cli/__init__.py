@@ -1,0 +1,1 @@
+"""The `loopguard` command: one module per subcommand family."""

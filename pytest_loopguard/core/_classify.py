@@ -1,0 +1,204 @@
+"""Tool classification: one table per policy that every engine consults.
+
+A rule matches a tool name exactly or by glob, optionally with an argument condition, and gives a kind,
+and/or where the call's target is: `target: ARG` names the argument holding the file or URL (`verb: ARG`
+the argument holding an editor sub-command such as `view`), `shell: ARG` the argument holding a shell
+command line (read by `shell.read_command_line`). Kinds and targets are looked up separately: for each,
+the first matching rule that gives one wins. Unlisted tools are `action`. Every table ends with
+`LOCATORS`, the common shell and file tools' arguments, so a policy only names targets that differ.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal, final
+
+from ..errors import PolicyError, brief
+from ._limits import MAX_SETTING_ITEMS
+from ._model import ToolCall
+
+if TYPE_CHECKING:
+    from ._targets import CallTarget
+
+__all__ = ["KINDS", "LOCATORS", "Classifier", "Kind", "ToolRule", "parse_rules"]
+
+Kind = Literal["observation", "action", "navigation", "read", "search", "write", "done"]
+KINDS: Final = ("observation", "action", "navigation", "read", "search", "write", "done")
+# tool names whose kind and locator are cached per classifier (a policy's runs share it for the process's
+# life, and a run may name a new tool with every call): past this, the caches start again
+TOOL_CACHE_LIMIT: Final = 4096
+_GLOB_CHARS: Final = frozenset("*?[")
+_TARGET_KEYS: Final = ("target", "shell", "verb")
+_RULE_KEYS: Final = ("tool", "kind", "when", *_TARGET_KEYS)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolRule:
+    """`{tool: NAME_OR_GLOB, when: {arg: value, ...}, kind: KIND}`."""
+
+    tool: str
+    kind: Kind | None  # None: the rule only says where the target is
+    when: Mapping[str, Any] | None = None
+    target: str | None = None  # the argument holding the call's file or URL
+    shell: str | None = None  # the argument holding a shell command line
+    verb: str | None = None  # the argument holding an editor sub-command (view, create, str_replace, ...)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"tool": self.tool}
+        if self.kind is not None:
+            out["kind"] = self.kind
+        if self.when:
+            out["when"] = dict(self.when)
+        for key in _TARGET_KEYS:
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+    @property
+    def locates(self) -> bool:
+        """Whether the rule says where a call's target is."""
+        return self.target is not None or self.shell is not None
+
+
+def parse_rules(raw: Any, *, source: str | None = None) -> tuple[ToolRule, ...]:
+    """Rules from their YAML/mapping form; errors name the rule's index and field."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise PolicyError("expected a list of rules {tool, kind?, when?, target?, shell?, verb?}", field="tools",
+                          source=source)
+    if len(raw) > MAX_SETTING_ITEMS:
+        raise PolicyError(f"{len(raw)} rules; at most {MAX_SETTING_ITEMS}", field="tools", source=source)
+    rules = []
+    for i, item in enumerate(raw):
+        where = f"tools[{i}]"
+        if not isinstance(item, Mapping):
+            raise PolicyError("expected a mapping {tool, kind?, when?, target?, shell?, verb?}", field=where,
+                              source=source)
+        unknown = set(item) - set(_RULE_KEYS)
+        if unknown:
+            raise PolicyError(
+                f"unknown key(s) {brief(sorted(map(str, unknown)))}; expected {', '.join(_RULE_KEYS)}",
+                field=where, source=source,
+            )
+        tool, kind, when = item.get("tool"), item.get("kind"), item.get("when")
+        if not isinstance(tool, str) or not tool:
+            raise PolicyError("expected a tool name or glob", field=f"{where}.tool", source=source)
+        locators = {key: item.get(key) for key in _TARGET_KEYS}
+        for key, value in locators.items():
+            if value is not None and (not isinstance(value, str) or not value):
+                raise PolicyError("expected an argument name", field=f"{where}.{key}", source=source)
+        if locators["target"] is not None and locators["shell"] is not None:
+            raise PolicyError("a rule names either a target argument or a shell argument, not both",
+                              field=f"{where}.shell", source=source)
+        if locators["verb"] is not None and locators["target"] is None:
+            raise PolicyError("'verb' goes with 'target' (the argument holding the path)", field=f"{where}.verb",
+                              source=source)
+        if kind is None and locators["target"] is None and locators["shell"] is None:
+            raise PolicyError(f"a rule gives a kind or a target; expected kind one of {', '.join(KINDS)}",
+                              field=f"{where}.kind", source=source)
+        if kind is not None and kind not in KINDS:
+            raise PolicyError(
+                f"unknown kind {brief(kind)}; expected one of {', '.join(KINDS)}", field=f"{where}.kind", source=source
+            )
+        if when is not None and not isinstance(when, Mapping):
+            raise PolicyError("expected a mapping of argument values", field=f"{where}.when", source=source)
+        rules.append(ToolRule(tool, kind, dict(when) if when else None, **locators))
+    return tuple(rules)
+
+
+def _locators() -> tuple[ToolRule, ...]:
+    shell_tools = ("bash", "execute_bash", "run", "terminal", "shell", "cmd", "run_shell_command")
+    editor_tools = ("str_replace_editor", "str_replace_based_edit_tool")
+    path_tools = ("read_file", "write_file", "edit_file", "patch", "search_files")
+    return (
+        *(ToolRule(t, None, shell="command") for t in shell_tools),
+        *(ToolRule(t, None, target="path", verb="command") for t in editor_tools),
+        *(ToolRule(t, None, target="path") for t in path_tools),
+        *(ToolRule(t, None, target="url") for t in ("navigate", "browser_navigate")),
+    )
+
+
+# consulted after every policy's own rules; they give no kind, so they never change a classification
+LOCATORS: Final = _locators()
+
+
+@final
+class Classifier:
+    """Classifies calls by a rule table; decisions without argument conditions are cached per tool name."""
+
+    __slots__ = ("_locator_cache", "_patterns", "kinds", "rules", "targets")
+
+    def __init__(self, rules: Sequence[ToolRule] = (), extra: Iterable[ToolRule] = ()) -> None:
+        self.rules: tuple[ToolRule, ...] = (*extra, *rules, *LOCATORS)
+        # (compiled glob or None for exact, rule) in priority order
+        self._patterns: list[tuple[re.Pattern[str] | None, ToolRule]] = []
+        for rule in self.rules:
+            pattern = (
+                re.compile(fnmatch.translate(rule.tool)) if _GLOB_CHARS.intersection(rule.tool) else None
+            )
+            self._patterns.append((pattern, rule))
+        # tool name -> kind, for tools whose kind needs no arguments (`RunContext.kind` reads it first)
+        self.kinds: dict[str, Kind] = {}
+        self._locator_cache: dict[str, ToolRule | None] = {}
+        # call fingerprint -> its target before any open file is filled in (`RunContext.target` fills it):
+        # a pure function of the call and this table, so every run of the policy shares it
+        self.targets: dict[str, CallTarget] = {}
+
+    def _candidates(self, tool: str) -> list[ToolRule]:
+        return [
+            rule
+            for pattern, rule in self._patterns
+            if (pattern.match(tool) is not None if pattern is not None else rule.tool == tool)
+        ]
+
+    def kind(self, call: ToolCall) -> Kind:
+        """The kind of a call: first matching rule, else `action`."""
+        tool = call.tool
+        cached = self.kinds.get(tool)
+        if cached is not None:
+            return cached
+        candidates = [rule for rule in self._candidates(tool) if rule.kind is not None]
+        conditional = any(rule.when for rule in candidates)
+        result: Kind = "action"
+        for rule in candidates:
+            if rule.kind is not None and _holds(rule, call):
+                result = rule.kind
+                break
+        if not conditional:
+            if len(self.kinds) >= TOOL_CACHE_LIMIT:
+                self.kinds.clear()
+            self.kinds[tool] = result
+        return result
+
+    def kind_of_tool(self, tool: str) -> Kind:
+        """The kind of a tool name regardless of arguments (rules with conditions are skipped)."""
+        for rule in self._candidates(tool):
+            if not rule.when and rule.kind is not None:
+                return rule.kind
+        return "action"
+
+    def locator(self, call: ToolCall) -> ToolRule | None:
+        """The first matching rule that says where the call's target is, or None."""
+        tool = call.tool
+        if tool in self._locator_cache:
+            return self._locator_cache[tool]
+        candidates = [rule for rule in self._candidates(tool) if rule.locates]
+        found = next((rule for rule in candidates if _holds(rule, call)), None)
+        if not any(rule.when for rule in candidates):
+            if len(self._locator_cache) >= TOOL_CACHE_LIMIT:
+                self._locator_cache.clear()
+            self._locator_cache[tool] = found
+        return found
+
+    def is_observation(self, call: ToolCall) -> bool:
+        return self.kind(call) == "observation"
+
+
+def _holds(rule: ToolRule, call: ToolCall) -> bool:
+    return not rule.when or all(call.args.get(k) == v for k, v in rule.when.items())

@@ -1,0 +1,1 @@
+"""Scoring policies on labelled real runs, and diffs of the verdicts of two policies."""

@@ -1,0 +1,290 @@
+"""Score policies against labelled real runs: loops caught and how late, false stops, noise, outcome shares.
+
+A run's verdicts are placed on the labels' call index (tool steps and rejected turns; a verdict on any
+other step counts at the next call). For each policy:
+- a loop labelled `flag` is caught when a warn, block or stop lands inside its range; its lag is the
+  number of calls from the loop's start to the first such verdict;
+- a false stop is a stop, forced done or block on a resolved run, inside a `tolerate` loop, or a stop
+  (or forced done) inside a `recovered` loop of a run that did not fail;
+- noise is any verdict on a run labelled healthy;
+- runs with a known outcome (labels, or a tarball's `resolved.json`) give the share of resolved and of
+  failed runs that got a warning, a block, a stop.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, final
+
+from ..core._model import ReplayResult
+from ..io._runner import execute
+from ..runtime._policy import Policy
+from ._labels import Labels, LoopLabel, RunLabel
+from ._runs import CALL_KINDS, Run, call_count
+
+__all__ = [
+    "FORCE_DONE",
+    "Event",
+    "LoopScore",
+    "PolicyScore",
+    "RunScore",
+    "match_labels",
+    "score_policy",
+    "score_run",
+]
+
+FORCE_DONE: Final = "failure_tracker.force_done"
+FLAGGING: Final = frozenset({"warn", "block", "stop", "fail"})
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A verdict that is not `allow`, placed at call `call` (the labels' index)."""
+
+    call: int
+    step: int
+    action: str  # warn | block | stop | fail (the step's combined action)
+    reason: str
+
+    @property
+    def stops(self) -> bool:
+        """Ends the run, or forces it to finish (a forced done is a stop that lets the agent report)."""
+        return self.action in ("stop", "fail") or self.reason == FORCE_DONE
+
+    @property
+    def severe(self) -> bool:
+        """What a resolved run must never get: a stop, a forced done or a block."""
+        return self.stops or self.action == "block"
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class LoopScore:
+    """How a policy did on one labelled loop."""
+
+    loop: LoopLabel
+    first: Event | None  # the first flagging verdict inside the loop
+    false_stop: Event | None  # the verdict that made it a false stop
+
+    @property
+    def caught(self) -> bool:
+        return self.first is not None
+
+    @property
+    def lag(self) -> int | None:
+        return None if self.first is None else self.first.call - self.loop.start
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class RunScore:
+    """How a policy did on one run."""
+
+    run: Run
+    label: RunLabel | None
+    outcome: str
+    events: tuple[Event, ...]
+    loops: tuple[LoopScore, ...] = ()
+    false_stop: Event | None = None  # the first false stop (whole run or a loop)
+
+    @property
+    def warned(self) -> bool:
+        return any(e.action == "warn" and e.reason != FORCE_DONE for e in self.events)
+
+    @property
+    def blocked(self) -> bool:
+        return any(e.action == "block" for e in self.events)
+
+    @property
+    def stopped(self) -> bool:
+        return any(e.stops for e in self.events)
+
+    @property
+    def noisy(self) -> bool:
+        return self.label is not None and self.label.healthy and bool(self.events)
+
+    @property
+    def run_id(self) -> str:
+        return self.label.run_id if self.label is not None else self.run.run_id
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run_id,
+            "outcome": self.outcome,
+            "healthy": self.label.healthy if self.label is not None else None,
+            "warned": self.warned,
+            "blocked": self.blocked,
+            "stopped": self.stopped,
+            "noisy": self.noisy,
+            "false_stop": None if self.false_stop is None else _event_dict(self.false_stop),
+            "first_verdict": None if not self.events else _event_dict(self.events[0]),
+            "loops": [
+                {"from": s.loop.start, "to": s.loop.end, "shape": s.loop.shape, "expect": s.loop.expect,
+                 "recovered": s.loop.recovered, "caught": s.caught, "lag": s.lag,
+                 "first": None if s.first is None else _event_dict(s.first),
+                 "false_stop": None if s.false_stop is None else _event_dict(s.false_stop)}
+                for s in self.loops
+            ],
+        }
+
+
+def _event_dict(e: Event) -> dict[str, Any]:
+    return {"call": e.call, "step": e.step, "action": e.action, "reason": e.reason}
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Share:
+    """Of `runs` runs with one outcome, how many got a warning, a block, a stop."""
+
+    runs: int = 0
+    warned: int = 0
+    blocked: int = 0
+    stopped: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"runs": self.runs, "warned": self.warned, "blocked": self.blocked, "stopped": self.stopped}
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class PolicyScore:
+    """One policy over every run: the figures `loopguard eval` prints side by side."""
+
+    policy: str
+    runs: tuple[RunScore, ...]
+    shares: Mapping[str, Share] = field(default_factory=dict)  # by outcome: resolved, failed, and all
+
+    @property
+    def flag_loops(self) -> list[LoopScore]:
+        return [s for r in self.runs for s in r.loops if s.loop.expect == "flag"]
+
+    @property
+    def caught(self) -> int:
+        return sum(1 for s in self.flag_loops if s.caught)
+
+    @property
+    def lags(self) -> list[int]:
+        return [s.lag for s in self.flag_loops if s.lag is not None]
+
+    @property
+    def false_stops(self) -> list[RunScore]:
+        return [r for r in self.runs if r.false_stop is not None]
+
+    @property
+    def healthy(self) -> list[RunScore]:
+        return [r for r in self.runs if r.label is not None and r.label.healthy]
+
+    @property
+    def noisy(self) -> list[RunScore]:
+        return [r for r in self.runs if r.noisy]
+
+    def to_dict(self) -> dict[str, Any]:
+        lags = self.lags
+        return {
+            "policy": self.policy,
+            "flag_loops": len(self.flag_loops),
+            "caught": self.caught,
+            "lag_median": statistics.median(lags) if lags else None,
+            "lag_max": max(lags) if lags else None,
+            "false_stops": len(self.false_stops),
+            "healthy_runs": len(self.healthy),
+            "noisy_runs": len(self.noisy),
+            "outcomes": {k: v.to_dict() for k, v in self.shares.items()},
+            "runs": [r.to_dict() for r in self.runs],
+        }
+
+
+def events(result: ReplayResult) -> tuple[Event, ...]:
+    """The non-allow verdicts of a replay on the labels' call index."""
+    call_at: list[int] = []
+    k = 0
+    for step in result.trace.steps:  # a verdict on a non-call step counts at the next call
+        call_at.append(k)
+        if step.kind in CALL_KINDS:
+            k += 1
+    out = []
+    for pos, s in enumerate(result.steps):
+        if s.action in FLAGGING:
+            reason = next((v.reason for v in s.verdicts if v.action == s.action), "")
+            if any(v.reason == FORCE_DONE for v in s.verdicts):  # a forced done must count as a stop
+                reason = FORCE_DONE
+            out.append(Event(call_at[pos], s.index, s.action, reason))
+    return tuple(out)
+
+
+def _loop_score(loop: LoopLabel, evs: tuple[Event, ...], outcome: str) -> LoopScore:
+    inside = [e for e in evs if loop.start <= e.call <= loop.end]
+    first = inside[0] if inside else None
+    false_stop = None
+    if loop.expect == "tolerate":
+        false_stop = next((e for e in inside if e.severe), None)
+    if false_stop is None and loop.recovered and outcome != "failed":
+        false_stop = next((e for e in inside if e.stops), None)
+    return LoopScore(loop, first, false_stop)
+
+
+def score_run(run: Run, label: RunLabel | None, result: ReplayResult) -> RunScore:
+    """Score one replay against its label (or only its outcome when unlabelled)."""
+    evs = events(result)
+    outcome = label.outcome if label is not None else run.outcome
+    loops = tuple(_loop_score(loop, evs, outcome) for loop in (label.loops if label is not None else ()))
+    false_stop = next((e for e in evs if e.severe), None) if outcome == "resolved" else None
+    if false_stop is None:
+        false_stop = next((s.false_stop for s in loops if s.false_stop is not None), None)
+    return RunScore(run, label, outcome, evs, loops, false_stop)
+
+
+def match_labels(labels: Labels, runs: Sequence[Run]) -> dict[int, RunLabel]:
+    """The label of each labelled run (by position in `runs`); every label must find its run.
+
+    Raises `LabelsError` naming the entry for a run that is not there, a file holding several runs
+    without a `row`, or a range past the run's end.
+    """
+    base = labels.base.absolute()  # not resolve(): a folder of symlinks to the corpus names the links
+    by_key: dict[tuple[str, int], int] = {}
+    rows: dict[str, int] = {}
+    for i, run in enumerate(runs):
+        if run.member is not None:
+            continue
+        try:
+            rel = Path(os.path.normpath(run.file.absolute())).relative_to(os.path.normpath(base)).as_posix()
+        except ValueError:
+            continue
+        by_key[(rel, run.row)] = i
+        rows[rel] = run.rows
+    out: dict[int, RunLabel] = {}
+    for label in labels.runs:
+        if label.file not in rows:
+            raise labels.error(label, "no such run among the paths given (the file was not read)", "file")
+        if label.row is None and rows[label.file] > 1:
+            raise labels.error(label, f"the file holds {rows[label.file]} runs; name one with `row`", "row")
+        row = label.row or 0
+        if row >= rows[label.file]:
+            raise labels.error(label, f"no row {row}: the file holds {rows[label.file]} run(s)", "row")
+        i = by_key[(label.file, row)]
+        n = call_count(runs[i].trace)
+        if n != label.calls:
+            raise labels.error(label, f"the labels say {label.calls} calls, the run has {n}", "calls")
+        out[i] = label
+    return out
+
+
+def score_policy(policy: Policy, runs: Sequence[Run], labelled: Mapping[int, RunLabel], *,
+                 name: str | None = None) -> PolicyScore:
+    """Replay every run under `policy` and score it."""
+    scores = []
+    for i, run in enumerate(runs):
+        scores.append(score_run(run, labelled.get(i), execute(run.trace, policy)))  # scenarios run too
+    shares: dict[str, Share] = {}
+    for outcome in ("resolved", "failed", "all"):
+        group = [s for s in scores if outcome in (s.outcome, "all")]
+        if group:
+            shares[outcome] = Share(len(group), sum(s.warned for s in group), sum(s.blocked for s in group),
+                                    sum(s.stopped for s in group))
+    return PolicyScore(name or policy.name, tuple(scores), shares)

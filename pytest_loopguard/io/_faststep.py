@@ -1,0 +1,350 @@
+"""One JSONL step line to a Step: a direct, checked construction for the common well-formed line, and the
+loader's own checks (`safeload.parse_json`, then `traceio._step`) for anything else.
+
+The fast path never reports an error itself: whenever a line is not plainly valid (a JSON error, a value out
+of bounds, an unusual key or type) it gives up and the full checker reads the line again, so a bad line gets
+exactly the one-line error the loader gives. What it accepts it accepts only after making every check the
+loader makes on that shape: nesting depth, integers within ±MAX_INT, string length, finite argument numbers,
+known keys, and each field's type and range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import json.scanner
+import math
+from collections.abc import Callable
+from typing import Any, Final
+
+from ..core._identity import canonical_json, flat_canonical_json
+from ..core._limits import MAX_INT, MAX_SETTING, MAX_STRING
+from ..core._model import LLMCall, Step, StepExpect, StepSource, ToolCall, ToolResult
+from ..core._safeload import parse_json, plain_value
+from ..errors import TraceError
+from ._format import _step, _step_source, parse_step_expect
+
+__all__ = ["plain_step", "step_from_line"]
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)  # NaN/Infinity: the full checker words the refusal
+
+
+# one scanner for every line: JSONDecoder.decode adds two regex matches and a call around it, and
+# json.loads builds a new decoder per call when given parse_constant
+_make_scanner: Any = json.scanner.make_scanner  # typeshed types it as a class taking itself
+_SCAN: Final[Callable[[str, int], tuple[Any, int]]] = _make_scanner(json.JSONDecoder(parse_constant=_no_constant))
+_JSON_SPACE: Final = " \t\n\r"  # JSON's whitespace (str.isspace takes more)
+_TOOL_KEYS: Final = frozenset({"tool", "args", "result", "t"})
+_LLM_STEP_KEYS: Final = frozenset({"llm", "t"})
+_RESULT_KEYS: Final = frozenset({"ok", "text", "error", "tokens", "bytes", "changed", "exit_code"})
+_LLM_KEYS: Final = frozenset({"input_tokens", "output_tokens", "error", "text"})
+_EMPTY: Final[dict[str, Any]] = {}
+_NULLABLE: Final = frozenset({"expect", "agent", "source"})  # written as null: as if absent
+
+
+def step_from_line(text: str, index: int, path: str | None, line: int) -> Step:
+    """Step `index` from its JSONL line; a bad line raises the loader's `TraceError` (file, line, step, field)."""
+    got = _fast(text, index)
+    if type(got) is Step:
+        return got
+    # a plain mapping of another shape goes straight to the step reader; anything else is checked in full
+    raw = got if got is not None else parse_json(text, path, line)
+    try:
+        return _step(raw, index)
+    except TraceError as exc:
+        raise exc.located(file=path, line=line) from None
+
+
+def plain_step(text: str, index: int) -> Step | None:
+    """Step `index` when its line is plainly valid, else None (never an error: the caller then reads the
+    line, or the whole file, with the full checks, which word the error)."""
+    got = _fast(text, index)
+    if got is None or type(got) is Step:
+        return got
+    try:
+        return _step(got, index)
+    except TraceError:
+        return None
+
+
+def _fast(text: str, index: int) -> Step | dict[str, Any] | None:
+    """The step, or the decoded mapping when only its shape is unusual (its values are within bounds, so
+    the loader's value checks would pass), or None: the line needs the full checks."""
+    # a decoded string is never longer than its line, so a line within MAX_STRING holds no string beyond it
+    if len(text) > MAX_STRING:
+        return None
+    try:
+        # the C decoder guards its own recursion (RecursionError, never a crash); too deep input falls back,
+        # and so does a line not starting with its value (StopIteration: leading space, or no value at all)
+        raw, end = _SCAN(text, 0)
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    if end != len(text) and text[end:].strip(_JSON_SPACE):  # extra data after the value
+        return None
+    if type(raw) is not dict:
+        return None
+    if "tool" in raw:
+        step = _tool(raw, index)
+    elif "llm" in raw:
+        step = _llm_step(raw, index)
+    else:
+        step = None
+    if step is not None:
+        return step
+    return raw if plain_value(raw, 1) else None
+
+
+class _Common:
+    """The fields any step may carry (expectation, agent, source, `x-` extensions), read when present."""
+
+    __slots__ = ("agent", "expect", "extensions", "source")
+
+    def __init__(self) -> None:
+        self.expect: StepExpect | None = None
+        self.agent: str | None = None
+        self.source: StepSource | None = None
+        self.extensions: dict[str, Any] = {}
+
+
+_NONE: Final = _Common()  # a step with only its kind's own keys: nothing else to read
+
+
+def _common(raw: dict[str, Any], own: frozenset[str], index: int) -> _Common | None:
+    """The step's other fields, each checked as the loader checks it; None when one is not plainly valid
+    (the full checker then reads the line, in its own order, so its error is the one reported)."""
+    if own.issuperset(raw):
+        return _NONE
+    out = _Common()
+    for key, value in raw.items():
+        if key in own or (value is None and key in _NULLABLE):
+            continue
+        if key.startswith("x-"):
+            if not plain_value([value], 1):
+                return None
+            out.extensions[key] = value
+        elif key == "agent":
+            if type(value) is not str or not value:
+                return None
+            out.agent = value
+        elif key == "expect" or key == "source":
+            if not plain_value([value], 1):
+                return None
+            try:
+                if key == "expect":
+                    out.expect = parse_step_expect(value, index)
+                else:
+                    out.source = _step_source(value, index)
+            except TraceError:
+                return None
+        else:
+            return None
+    return out
+
+
+def _tool(raw: dict[str, Any], index: int) -> Step | None:
+    common = _NONE if _TOOL_KEYS.issuperset(raw) else _common(raw, _TOOL_KEYS, index)
+    if common is None:
+        return None
+    tool = raw["tool"]
+    t = raw.get("t")
+    if type(tool) is not str or not tool or "\x1f" in tool or (
+            t is not None and (type(t) is not int or not 0 <= t <= MAX_INT)):
+        return None
+    args = raw.get("args")
+    if args is None:
+        args = {}
+        canonical = "{}"
+    elif type(args) is not dict:
+        return None
+    else:
+        flat = _flat_args(args)
+        if flat is None:
+            return None
+        # flat arguments are written as they are (their keys are strings: they were JSON keys)
+        canonical = flat_canonical_json(args) if flat else canonical_json(args)
+    result = None
+    r = raw.get("result")
+    if r is not None and (result := _result(r)) is None:
+        return None
+    return _new_step(index, "tool", ToolCall(tool, args, canonical), result, None, common.expect, t,
+                     common.extensions or {}, common.agent, common.source)
+
+
+def _flat_args(args: dict[str, Any]) -> bool | None:
+    """True when every argument is a plain scalar (str, int, bool, null: canonical JSON writes them as they
+    are), False when some are floats, lists or mappings within bounds, None when one is out of bounds."""
+    flat = True
+    for value in args.values():
+        kind = type(value)
+        if kind is str or kind is bool or value is None:
+            continue
+        if kind is int:
+            if not -MAX_INT <= value <= MAX_INT:
+                return None
+            continue
+        flat = False
+        if kind is float:
+            if not math.isfinite(value):
+                return None
+        elif not plain_value(value, 3):  # a list or mapping inside the arguments (args is depth 2)
+            return None
+    return flat
+
+
+def _result(r: Any) -> ToolResult | None:
+    if type(r) is not dict or not _RESULT_KEYS.issuperset(r):
+        return None
+    error = r.get("error")
+    code = r.get("exit_code")
+    text = r.get("text")
+    tokens = r.get("tokens")
+    size = r.get("bytes")
+    changed = r.get("changed", False)
+    if (error is not None and type(error) is not str) or (text is not None and type(text) is not str) or (
+            code is not None and (type(code) is not int or not -MAX_INT <= code <= MAX_INT)) or (
+            type(changed) is not bool):
+        return None
+    # token and byte counts as the loader takes them without conversion: absent, or an integer within
+    # [0, MAX_SETTING] (inline: this runs for most lines)
+    if (tokens is not None and (type(tokens) is not int or not 0 <= tokens <= MAX_SETTING)) or (
+            size is not None and (type(size) is not int or not 0 <= size <= MAX_SETTING)):
+        return None
+    ok = r.get("ok")
+    if ok is None:
+        if "ok" in r:  # `ok: null` is not a boolean: the loader words that
+            return None
+        ok = error is None and not code
+    elif type(ok) is not bool or (ok and error is not None):
+        return None
+    return _new_result(ok, text, error, tokens, size, changed, code)
+
+
+def _llm_step(raw: dict[str, Any], index: int) -> Step | None:
+    common = _NONE if _LLM_STEP_KEYS.issuperset(raw) else _common(raw, _LLM_STEP_KEYS, index)
+    if common is None:
+        return None
+    t = raw.get("t")
+    m = raw["llm"]
+    if m is None:
+        m = _EMPTY
+    if (t is not None and (type(t) is not int or not 0 <= t <= MAX_INT)) or type(m) is not dict or (
+            not _LLM_KEYS.issuperset(m)):
+        return None
+    input_tokens, output_tokens = m.get("input_tokens"), m.get("output_tokens")
+    error, text = m.get("error"), m.get("text")
+    # counts inline, as in _result
+    if (input_tokens is not None and (type(input_tokens) is not int or not 0 <= input_tokens <= MAX_SETTING)) or (
+            output_tokens is not None and (type(output_tokens) is not int or not 0 <= output_tokens <= MAX_SETTING)
+    ) or (error is not None and type(error) is not str) or (text is not None and type(text) is not str):
+        return None
+    return _new_step(index, "llm", None, None, _new_llm(input_tokens, output_tokens, error, text), common.expect, t,
+                     common.extensions or {}, common.agent, common.source)
+
+
+# ---- building the frozen model objects ------------------------------------------------------------------
+# A frozen dataclass's __init__ sets each field through object.__setattr__ (a global look-up, an attribute
+# look-up and a call per field: 1.4 µs for a Step). The values here are already checked, so each object is
+# built as a plain twin with the same slots (ordinary attribute stores), then made the model class by
+# assigning __class__: CPython allows that between classes of identical layout, and the result is the
+# frozen class through and through. The field lists are checked against the model at import, so a field
+# added there cannot be left unset here (tests/core/test_faststep.py compares every field, too). A compiled
+# model (the optional mypyc build) has native classes, which have no slots to share: their own constructors
+# build them, and are fast there.
+_STEP_FIELDS: Final = ("index", "kind", "call", "result", "llm", "phase", "message", "done", "expect", "t", "line",
+                       "extensions", "rejected", "agent", "source")
+_RESULT_FIELDS: Final = ("ok", "text", "error", "tokens", "bytes", "changed", "exit_code")
+_LLM_FIELDS: Final = ("input_tokens", "output_tokens", "error", "text")
+
+
+def _twinnable(cls: type, names: tuple[str, ...]) -> bool:
+    """Whether `cls` has exactly the slots `names` (False: a compiled class); its fields must be `names`."""
+    fields = tuple(f.name for f in dataclasses.fields(cls))
+    if fields != names:  # a model change: the builders below must set the new field too
+        raise RuntimeError(f"faststep builds {cls.__name__} with fields {names}, the model has {fields}")
+    return getattr(cls, "__slots__", None) == names
+
+
+class _StepTwin:
+    __slots__ = _STEP_FIELDS
+
+    def __init__(self, index: int, kind: str, call: ToolCall | None, result: ToolResult | None,
+                 llm: LLMCall | None, expect: StepExpect | None, t: int | None, extensions: dict[str, Any],
+                 agent: str | None, source: StepSource | None) -> None:
+        self.index = index
+        self.kind = kind
+        self.call = call
+        self.result = result
+        self.llm = llm
+        self.phase = None
+        self.message = None
+        self.done = None
+        self.expect = expect
+        self.t = t
+        self.line = None
+        self.extensions = extensions
+        self.rejected = None
+        self.agent = agent
+        self.source = source
+
+
+class _ResultTwin:
+    __slots__ = _RESULT_FIELDS
+
+    def __init__(self, ok: bool, text: str | None, error: str | None, tokens: int | None, size: int | None,
+                 changed: bool, code: int | None) -> None:
+        self.ok = ok
+        self.text = text
+        self.error = error
+        self.tokens = tokens
+        self.bytes = size
+        self.changed = changed
+        self.exit_code = code
+
+
+class _LLMTwin:
+    __slots__ = _LLM_FIELDS
+
+    def __init__(self, input_tokens: int | None, output_tokens: int | None, error: str | None,
+                 text: str | None) -> None:
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.error = error
+        self.text = text
+
+
+def _twin_step(index: int, kind: str, call: ToolCall | None, result: ToolResult | None, llm: LLMCall | None,
+               expect: StepExpect | None, t: int | None, extensions: dict[str, Any], agent: str | None,
+               source: StepSource | None) -> Step:
+    """A tool or llm step (no phase, message, done, rejected or line), as `Step(...)` makes it."""
+    step: Any = _StepTwin(index, kind, call, result, llm, expect, t, extensions, agent, source)
+    step.__class__ = Step
+    return step  # type: ignore[no-any-return]
+
+
+def _twin_result(ok: bool, text: str | None, error: str | None, tokens: int | None, size: int | None,
+                 changed: bool, code: int | None) -> ToolResult:
+    result: Any = _ResultTwin(ok, text, error, tokens, size, changed, code)
+    result.__class__ = ToolResult
+    return result  # type: ignore[no-any-return]
+
+
+def _twin_llm(input_tokens: int | None, output_tokens: int | None, error: str | None, text: str | None) -> LLMCall:
+    llm: Any = _LLMTwin(input_tokens, output_tokens, error, text)
+    llm.__class__ = LLMCall
+    return llm  # type: ignore[no-any-return]
+
+
+def _built_step(index: int, kind: str, call: ToolCall | None, result: ToolResult | None, llm: LLMCall | None,
+                expect: StepExpect | None, t: int | None, extensions: dict[str, Any], agent: str | None,
+                source: StepSource | None) -> Step:
+    return Step(index, kind, call, result, llm, None, None, None, expect, t, None, extensions,  # type: ignore[arg-type]
+                None, agent, source)
+
+
+_TWINS: Final = all([_twinnable(Step, _STEP_FIELDS), _twinnable(ToolResult, _RESULT_FIELDS),
+                     _twinnable(LLMCall, _LLM_FIELDS)])
+_new_step: Final = _twin_step if _TWINS else _built_step
+_new_result: Final[Callable[..., ToolResult]] = _twin_result if _TWINS else ToolResult
+_new_llm: Final[Callable[..., LLMCall]] = _twin_llm if _TWINS else LLMCall

@@ -1,0 +1,210 @@
+"""Golden updates: the expectations a replay disproves, rewritten to what it observed, and nothing else.
+
+`--loopguard-update` asks for the edits of each mismatching trace (`expectation_edits`); the edits of one
+file are applied together (`update_yaml_file`) by splicing (`yamlsplice`), so an expectation that holds,
+a comment, the key order and the layout stay as they were. A trace without any expectation is filled in
+(`observed_trace`). A scenario's expectations on recorded steps past the end of its run are checked by
+nothing (`unchecked_expectations`): they are reported on every run and dropped by an update.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from ..core._expect import check
+from ..core._model import ReplayResult, RunExpect, Step, StepExpect, StepResult, Trace
+from ..errors import LoopguardError
+from ._format import expect_to_value, loads, trace_to_mapping
+from ._yamlsplice import REMOVE, Edit, SpliceError, apply_edits, flow
+
+__all__ = [
+    "SCENARIO_STEP_EXPECTS",
+    "apply_update_requests",
+    "edit_from_json",
+    "edit_to_json",
+    "expectation_edits",
+    "has_expectations",
+    "observed_trace",
+    "unchecked_expectations",
+    "update_yaml_file",
+]
+
+SCENARIO_STEP_EXPECTS: Final = "x-expect-steps"  # a scenario's expectations on its recorded steps
+
+
+def has_expectations(trace: Trace) -> bool:
+    return (trace.expect is not None or any(s.expect is not None for s in trace.steps)
+            or SCENARIO_STEP_EXPECTS in trace.extensions)
+
+
+def observed_trace(trace: Trace, result: ReplayResult) -> Trace:
+    """`trace` with its step and run expectations rewritten to what `result` observed (snapshot update).
+
+    Non-allow steps get an expectation (a bare action where the trace wrote one, else the action with the
+    deciding verdict's engine and reason); allow steps lose theirs. The run expectation records outcome,
+    stopped_by/stopped_at and the non-allow counts. A scenario (`mode: simulate`) has no steps of its own: its
+    expectations on the recorded steps (`x-expect-steps`) are rewritten the same way.
+    """
+    counts = {a: n for a, n in result.counts().items() if a not in ("allow", "not_reached")}
+    run = RunExpect(
+        outcome=result.outcome,
+        stopped_by=result.stopped_by,
+        stopped_at=result.stopped_at,
+        counts=counts or None,
+        has_stopped_by=result.stopped_by is not None,
+        has_stopped_at=result.stopped_at is not None,
+    )
+    if trace.mode == "simulate":
+        recorded = (_observed_step(step, got) for step, got in zip(result.trace.steps, result.steps, strict=True))
+        step_expects = {step.index: expect_to_value(step.expect) for step in recorded if step.expect is not None}
+        extensions = {k: v for k, v in trace.extensions.items() if k != SCENARIO_STEP_EXPECTS}
+        if step_expects:
+            extensions[SCENARIO_STEP_EXPECTS] = step_expects
+        return dataclasses.replace(trace, expect=run, extensions=extensions)
+    steps = tuple(_observed_step(step, got) for step, got in zip(trace.steps, result.steps, strict=True))
+    return dataclasses.replace(trace, steps=steps, expect=run)
+
+
+def _observed_step(step: Step, got: StepResult) -> Step:
+    if got.action == "allow" or (got.action == "not_reached" and step.expect is None):
+        return dataclasses.replace(step, expect=None) if step.expect is not None else step
+    if got.action == "not_reached" or (step.expect is not None and step.expect.short):
+        return dataclasses.replace(step, expect=StepExpect(got.action))
+    decider = next((v for v in got.verdicts if v.action == got.action), None)
+    if decider is None:
+        return dataclasses.replace(step, expect=StepExpect(got.action))
+    return dataclasses.replace(
+        step, expect=StepExpect(got.action, engine=decider.engine, reason=decider.reason, short=False)
+    )
+
+
+def unchecked_expectations(trace: Trace, result: ReplayResult) -> list[int]:
+    """A scenario's `x-expect-steps` indexes past its recorded run: no step is there to check them."""
+    if trace.mode != "simulate":
+        return []
+    written = trace.extensions.get(SCENARIO_STEP_EXPECTS) or {}
+    return sorted(i for i in written if isinstance(i, int) and i >= len(result.trace.steps))
+
+
+def expectation_edits(trace: Trace, result: ReplayResult, document: int) -> tuple[list[Edit], list[str]]:
+    """The edits that make `trace` (document `document` of its file) expect what `result` observed, and a
+    line per changed expectation. Only what `check` finds wrong changes, unless the trace expects nothing
+    yet: then every non-allow step and the run get an expectation."""
+    observed = observed_trace(trace, result)
+    scenario = trace.mode == "simulate"
+    if scenario:
+        written = dict(trace.extensions.get(SCENARIO_STEP_EXPECTS) or {})
+        wanted = dict(observed.extensions.get(SCENARIO_STEP_EXPECTS) or {})
+    else:
+        written = {s.index: expect_to_value(s.expect) for s in trace.steps if s.expect is not None}
+        wanted = {s.index: expect_to_value(s.expect) for s in observed.steps if s.expect is not None}
+    run = trace_to_mapping(observed, steps=False)["expect"]
+    edits: list[Edit] = []
+    changes: list[str] = []
+
+    def step_path(index: int) -> tuple[str | int, ...]:
+        return (SCENARIO_STEP_EXPECTS, index) if scenario else ("steps", index, "expect")
+
+    def change(path: tuple[str | int, ...], where: str, old: Any, new: Any) -> None:
+        edits.append(Edit(document, path, new))
+        before = flow(old) if old is not None else "(none)"
+        changes.append(f"{trace.name}: {where}: {before} -> {'removed' if new is REMOVE else flow(new)}")
+
+    if not has_expectations(trace):
+        if scenario and wanted:
+            change((SCENARIO_STEP_EXPECTS,), SCENARIO_STEP_EXPECTS, None, wanted)
+        elif not scenario:
+            for index, value in sorted(wanted.items()):
+                change(step_path(index), f"step {index} expect", None, value)
+        change(("expect",), "expect", None, run)
+        return edits, changes
+    for step in sorted({m.step for m in check(result) if m.step is not None}):
+        change(step_path(step), f"step {step} expect", written.get(step), wanted.get(step, REMOVE))
+    counts = result.counts()
+    for m in check(result):
+        if m.step is not None:
+            continue
+        if m.field.startswith("counts."):
+            action = m.field.removeprefix("counts.")
+            change(("expect", "counts", action), f"expect.{m.field}", m.expected, counts.get(action, 0))
+        else:
+            change(("expect", m.field), f"expect.{m.field}", m.expected, getattr(result, m.field))
+    for index in unchecked_expectations(trace, result):
+        change(step_path(index), f"{SCENARIO_STEP_EXPECTS} {index} (no such step: unchecked)", written[index],
+               REMOVE)
+    return edits, changes
+
+
+def update_yaml_file(path: Path, edits: Sequence[Edit]) -> bool:
+    """Apply `edits` to the YAML file at `path`; False when the text came out the same (nothing written).
+
+    The new text is loaded back and each edited value compared with the one intended before anything is
+    written, so a splice that went wrong raises SpliceError and leaves the file as it was.
+    """
+    text = path.read_text(encoding="utf-8")
+    new = apply_edits(text, edits)
+    if new == text:
+        return False
+    traces = loads(new, path=str(path))
+    for edit in edits:
+        if edit.document >= len(traces):
+            raise SpliceError(f"{path}: document {edit.document} is gone after the edit")
+        got = _at(trace_to_mapping(traces[edit.document]), edit.path)
+        if got != (REMOVE if edit.value is REMOVE else edit.value):
+            raise SpliceError(f"{path}: after the edit {'.'.join(map(str, edit.path))} reads {got!r}, "
+                              f"not {edit.value!r}; the file was not changed")
+    path.write_text(new, encoding="utf-8")
+    return True
+
+
+def _at(value: Any, path: Sequence[str | int]) -> Any:
+    for key in path:
+        if isinstance(value, list) and isinstance(key, int) and key < len(value):
+            value = value[key]
+            continue
+        if not (isinstance(value, dict) and key in value):
+            return REMOVE
+        value = value[key]
+    return value
+
+
+def edit_to_json(edit: Edit) -> dict[str, Any]:
+    """An edit as plain data (it travels from an xdist worker to the controller in a test report)."""
+    out: dict[str, Any] = {"document": edit.document, "path": list(edit.path)}
+    if edit.value is REMOVE:
+        out["remove"] = True
+    else:
+        out["value"] = edit.value
+    return out
+
+
+def edit_from_json(data: Mapping[str, Any]) -> Edit:
+    return Edit(int(data["document"]), tuple(data["path"]), REMOVE if data.get("remove") else data.get("value"))
+
+
+def apply_update_requests(requests: Sequence[Mapping[str, Any]]) -> tuple[dict[str, list[str]], list[str]]:
+    """Apply the update requests of every trace, the edits of one file together; per file what changed, and
+    one line per file that could not be updated (left as it was)."""
+    by_file: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for request in requests:
+        by_file[str(request["path"])].append(request)
+    updated: dict[str, list[str]] = {}
+    errors: list[str] = []
+    for path, group in sorted(by_file.items()):
+        shown = str(group[0]["file"])
+        edits = [edit_from_json(e) for request in group for e in request["edits"]]
+        changes = [line for request in group for line in request["changes"]]
+        try:
+            written = update_yaml_file(Path(path), edits) if edits else bool(changes)
+        except (SpliceError, LoopguardError, yaml.YAMLError, OSError) as exc:
+            errors.append(f"{shown}: {exc}")
+            continue
+        if written:
+            updated[shown] = changes
+    return updated, errors

@@ -1,0 +1,497 @@
+"""A live agent's policy: the runtime Guard and a Recorder behind one object, fed in replay's order.
+
+    with Session("hermes", record="runs/today.jsonl") as session:
+        session.message("user", prompt)
+        while True:
+            session.before_llm()                       # may compact the prompt first
+            reply = call_model(...)
+            decision = session.llm_result(LLMCall(...), calls)
+            if decision.action in ("retry", "compact_retry"):
+                continue
+            ...
+            for call in calls:
+                decision = session.before_call(call)   # allow / warn / block / stop
+                result = run_tool(call) if decision.runs else None
+                reply = session.after_call(call, result)
+                send(reply.content)                    # the result with warnings, or the block as an error
+
+The session calls the Guard exactly as `replay` does for the steps it records, so the recording replays
+to the verdicts the live run was given. That needs the events in replay's order: a model response
+announces its calls (`llm_result(llm, calls)`) and each is then reported in turn, before and after.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, final
+
+from ..core._model import (
+    ORIGINS,
+    PHASES,
+    Done,
+    LLMCall,
+    Message,
+    Origin,
+    Outcome,
+    Rejected,
+    Step,
+    StepKind,
+    StepResult,
+    Task,
+    ToolCall,
+    ToolResult,
+    Verdict,
+    combine,
+)
+from ..errors import SessionError
+from ..io._format import ORIGIN_ROLES
+from ..runtime._guard import Clock, Decision, Guard
+from ..runtime._policy import resolve_policy
+from ..runtime._replay import turn_plan
+from ._recorder import Recorder
+from ._redact import Redactor
+
+__all__ = ["Session", "ToolReply", "monotonic_ms"]
+
+_CHANGED = ToolResult(changed=True)
+_OK = ToolResult()
+
+
+def monotonic_ms() -> int:
+    """Milliseconds on a monotonic clock: a session's default time source."""
+    return time.monotonic_ns() // 1_000_000
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class ToolReply:
+    """What to send the model for one call: `content` is the result with any warnings appended, or the
+    block or stop message as an error (then `is_error`); `decision` holds every verdict on the call."""
+
+    decision: Decision
+    content: str
+    is_error: bool
+
+    @property
+    def action(self) -> str:
+        return self.decision.action
+
+    @property
+    def ran(self) -> bool:
+        return self.decision.runs
+
+
+@final
+@dataclass(slots=True)
+class _Pending:
+    """A call between before_call and after_call."""
+
+    call: ToolCall  # as the agent gave it
+    guarded: ToolCall  # as the engines and the recording see it (redacted)
+    t: int | None
+    opened: tuple[Verdict, ...]  # verdicts of the turn it opened (calls-only sessions)
+    before: Decision | None  # None: the turn's start ended the run, the call was never put to the engines
+    changed: bool
+
+
+@final
+class Session:
+    """One live run under a policy; records it when `record` names a .jsonl file (or is a Recorder).
+
+    `policy`: a preset name, a policy mapping, a YAML path or a Policy (name a preset, a mapping or a path
+    for the recording to say which policy it ran under). `now_ms`: the time source for the run clock and
+    the steps' `t` (default `monotonic_ms`; None keeps a virtual clock that only backoffs advance).
+    `agent`: the acting agent's name on every recorded step (multi-agent runs; `session.agent` may change).
+    The other keywords go to the recording's header (`name`, `description`, `tags`, `source`) and to the
+    Recorder (`redactor`, `redact`, `overwrite`).
+    """
+
+    def __init__(
+        self,
+        policy: Any = "default",
+        *,
+        record: str | Path | Recorder | None = None,
+        task: Task | None = None,
+        context: Mapping[str, Any] | None = None,
+        max_turns: int | None = None,
+        plugins: Sequence[object] = (),
+        now_ms: Callable[[], int] | None = monotonic_ms,
+        agent: str | None = None,
+        name: str | None = None,
+        description: str = "",
+        tags: Sequence[str] = (),
+        source: Mapping[str, Any] | None = None,
+        redactor: Redactor | None = None,
+        redact: bool = True,
+        overwrite: bool = False,
+    ) -> None:
+        resolved = resolve_policy(policy)
+        self.policy = resolved
+        self.max_turns = max_turns
+        self.agent = agent  # the acting agent's name, written on every step (set it as agents take turns)
+        if isinstance(record, Recorder) or record is None:
+            self.recorder = record
+        else:
+            spec = policy if isinstance(policy, str | Mapping) else resolved.name
+            self.recorder = Recorder(
+                record, name=name, policy=spec, task=task, context=context, description=description, tags=tags,
+                source=source, max_turns=max_turns, redactor=redactor, redact=redact, overwrite=overwrite,
+            )
+        # with redaction on, the Guard is fed what the recording holds, so live and replayed verdicts
+        # agree to the token; what the agent is told to send back keeps its own text
+        self._redactor = self.recorder.redactor if self.recorder is not None else None
+        if task is not None and self._redactor is not None:
+            task = replace(task, objective=self._redactor.text(task.objective))  # as the header has it
+        self.clock = Clock()
+        self.guard = Guard(resolved, task=task, objective=task.objective if task else "", context=context,
+                           clock=self.clock, plugins=plugins)
+        self._now = now_ms
+        self._t0 = now_ms() if now_ms is not None else 0
+        self._steps: list[StepResult] = []
+        self._mode: Literal["calls", "model"] | None = None  # how turns start, fixed by the first call event
+        self._announced: list[ToolCall] = []  # calls of the current response not reported yet (as given)
+        self._pending: _Pending | None = None
+        self._llm: tuple[int | None, int | None, tuple[Verdict, ...]] | None = None  # t, prompt tokens, verdicts
+        self._ended: Outcome | None = None
+        self.stopped_at: int | None = None
+        self.stopped_by: str | None = None
+        self._closed = False
+        self._fed_t: int | None = None  # a fed step's recorded time stands in for the time source
+
+    # ---- results --------------------------------------------------------------------------------------
+    @property
+    def steps(self) -> tuple[StepResult, ...]:
+        """The verdicts of every step so far, as replay of the recording reports them."""
+        return tuple(self._steps)
+
+    @property
+    def ended(self) -> bool:
+        """Whether the run is over: stopped, failed or completed (nothing more may be reported)."""
+        return self._ended is not None
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """completed / stopped / failed / exhausted once the run ended; after `close`, also incomplete."""
+        if self._ended is not None or not self._closed:
+            return self._ended
+        return "exhausted" if self.max_turns is not None and self.guard.run.turns >= self.max_turns else "incomplete"
+
+    # ---- messages and phases --------------------------------------------------------------------------
+    def message(
+        self,
+        role: Literal["user", "system", "assistant"] | Message,
+        text: str = "",
+        *,
+        origin: Origin | None = None,
+        name: str | None = None,
+    ) -> Decision:
+        """A message in the conversation. `origin` says who wrote it: `user` (a person; the default for role
+        user), `harness` (automated feedback) or `agent` (another agent, named by `name`). Only a person's
+        prompt resets what the policy resets per prompt."""
+        msg = role if isinstance(role, Message) else Message(role, text, origin, name)
+        _check_message(msg)
+        self._check("message")
+        msg = Message(msg.role, self._text(msg.text), msg.origin, msg.name)
+        t = self._tick()
+        if msg.from_user and not self.guard.run.objective:
+            self.guard.run.objective = msg.text  # replay takes the first person's message as the objective
+        d = self.guard.message(msg)
+        self._write(d.verdicts, "message", message=msg, t=t)
+        return d
+
+    def phase(self, phase: str) -> Decision:
+        if phase not in PHASES:
+            raise ValueError(f"unknown phase {phase!r}; expected one of {', '.join(PHASES)}")
+        self._check("phase")
+        t = self._tick()
+        d = self.guard.phase(phase)
+        self._write(d.verdicts, "phase", phase=phase, t=t)
+        return d
+
+    # ---- model calls ----------------------------------------------------------------------------------
+    def before_llm(self, prompt_tokens: int | None = None) -> Decision:
+        """Before a model call: the policy may compact the prompt view (`compact`).
+
+        `prompt_tokens`: your count of the prompt about to be sent, if you have one; it is what the
+        recording's `llm.input_tokens` will say (the provider's own count, when different, is kept as
+        `x-input_tokens`), so that replay sees the figure the live decision saw.
+        """
+        self._check("before_llm")
+        if self._mode == "calls":
+            raise SessionError("a model call after tool calls that no model call announced: report model calls "
+                               "from the start (before_llm / llm_result) or never")
+        if self._announced:
+            raise SessionError(f"before_llm while calls of the last response were never reported: "
+                               f"{', '.join(c.short() for c in self._announced)}")
+        self._mode = "model"
+        t = self._tick()
+        self.guard.end_turn()
+        d = self.guard.before_llm(LLMCall(input_tokens=prompt_tokens))
+        self._llm = (t, prompt_tokens, d.verdicts)
+        return d
+
+    def llm_result(self, llm: LLMCall, calls: Iterable[ToolCall] = ()) -> Decision:
+        """The model's answer (usage, text, or the provider's error) and the calls it asks for.
+
+        `retry` / `compact_retry`: call the model again; `fail`: give up (the run failed); a `stop` ends the
+        run before any call runs. Without a `before_llm` first, it is done here with the provider's count.
+        """
+        if self._llm is None:
+            self.before_llm(llm.input_tokens)
+        assert self._llm is not None
+        t, prompt_tokens, verdicts = self._llm
+        self._llm = None
+        recorded = LLMCall(prompt_tokens, llm.output_tokens, self._opt_text(llm.error), self._opt_text(llm.text))
+        verdicts += self.guard.llm_result(recorded).verdicts
+        calls = tuple(calls)
+        if not recorded.failed and combine(verdicts) != "fail":
+            verdicts += self.guard.start_turn([self._guarded(c) for c in calls], recorded).verdicts
+            self._announced = list(calls)
+        elif calls:
+            raise SessionError("a failed model call asks for no tool calls")
+        extra = {"x-input_tokens": llm.input_tokens} if llm.input_tokens not in (None, prompt_tokens) else {}
+        self._write(verdicts, "llm", llm=recorded, t=t, extensions=extra)
+        return Decision(combine(verdicts), verdicts)
+
+    def rejected(self, reason: str, text: str | None = None, llm: LLMCall | None = None) -> Decision:
+        """A model response the harness refused (no usable call, or several where one is required): a turn
+        with no accepted call. `text`: what the model said; `llm`: the response's usage (tokens only)."""
+        if not reason:
+            raise ValueError("a rejected turn needs a reason (e.g. 'no tool call')")
+        if self._llm is not None:
+            # before_llm already ran for this response: report its usage as the model call's result, so
+            # the recording's `rejected.llm` replays through the same hooks in the same order
+            t, prompt_tokens, verdicts = self._llm
+            self._llm = None
+            answered = LLMCall(prompt_tokens, llm.output_tokens if llm is not None else None)
+            verdicts += self.guard.llm_result(answered).verdicts
+            refused = Rejected(reason, self._opt_text(text), None)
+            verdicts += self.guard.rejected(refused).verdicts
+            refused = Rejected(reason, refused.text, answered)
+        else:
+            self._check("rejected")
+            if self._announced:
+                raise SessionError(f"rejected while calls of the last response were never reported: "
+                                   f"{', '.join(c.short() for c in self._announced)}")
+            t = self._tick()
+            usage = LLMCall(llm.input_tokens, llm.output_tokens) if llm is not None else None
+            refused = Rejected(reason, self._opt_text(text), usage)
+            verdicts = self.guard.rejected(refused).verdicts
+        self._write(verdicts, "rejected", rejected=refused, t=t)
+        return Decision(combine(verdicts), verdicts)
+
+    # ---- tool calls -----------------------------------------------------------------------------------
+    def before_call(self, call: ToolCall, *, changed: bool = False) -> Decision:
+        """Before a call runs: run it when `decision.runs` (allow, warn); then report it with `after_call`
+        either way. `changed`: the file it reads changed outside the agent since the last read."""
+        self._check("before_call")
+        if self._mode is None:
+            self._mode = "calls"  # no model calls reported: every call is a turn of its own, as in replay
+        t = self._tick()
+        guarded = self._guarded(call)
+        opened: tuple[Verdict, ...] = ()
+        if self._mode == "calls":
+            self.guard.end_turn()
+            opened = self.guard.start_turn([guarded]).verdicts
+        elif not self._announced or self._announced[0] != call:
+            expected = self._announced[0].short() if self._announced else "a model call first (before_llm)"
+            raise SessionError(f"call {call.short()} was not announced by the model's response; expected {expected}")
+        else:
+            self._announced.pop(0)
+        if _ends(opened):
+            self._pending = _Pending(call, guarded, t, opened, None, changed)
+            return Decision(combine(opened), opened)
+        before = self.guard.before_call(guarded, _CHANGED if changed else None)
+        self._pending = _Pending(call, guarded, t, opened, before, changed)
+        return Decision(combine(opened + before.verdicts), opened + before.verdicts) if opened else before
+
+    def after_call(self, call: ToolCall, result: ToolResult | str | None = None) -> ToolReply:
+        """What the call gave (a ToolResult, its text, or None when it did not run), and what to send back."""
+        pending = self._pending
+        if pending is None or pending.call != call:
+            raise SessionError(f"after_call for {call.short()} without its before_call")
+        self._pending = None
+        guarded = pending.guarded
+        if pending.before is None:  # the turn's start stopped the run: the call never reached the engines
+            decision = Decision(combine(pending.opened), pending.opened)
+            self._write(pending.opened, "tool", call=guarded, t=pending.t)
+            return ToolReply(decision, f"Error: {decision.message or decision.action}", True)
+        ran = pending.before.runs
+        given = ToolResult(text=result) if isinstance(result, str) else result
+        # a blocked call (or one that gave nothing) records only whether its file changed
+        recorded: ToolResult | None = _CHANGED if pending.changed else None
+        if ran and given is not None:
+            text, error, changed = self._opt_text(given.text), self._opt_text(given.error), pending.changed
+            recorded = given
+            if text is not given.text or error is not given.error or (changed and not given.changed):
+                recorded = replace(given, text=text, error=error, changed=given.changed or changed)
+        after = self.guard.after_call(guarded, (recorded or _OK) if ran else None, pending.before)
+        verdicts = pending.opened + after.verdicts
+        self._write(verdicts, "tool", call=guarded, result=recorded, t=pending.t)
+        if ran and not self.ended and self.guard.run.kind(guarded) == "done":
+            self._end("completed")
+        decision = Decision(combine(verdicts), verdicts)
+        shown = self.guard.shown
+        if given is not None and recorded is not None and ran:
+            # the Guard's text is the (redacted) result with the warnings after it: send the agent's own
+            body, redacted_body = given.result_text or "", recorded.result_text or ""
+            if body != redacted_body and shown.startswith(redacted_body):
+                shown = body + shown[len(redacted_body):]
+        return ToolReply(decision, shown, not ran or (recorded is not None and not recorded.ok))
+
+    # ---- a recorded run, fed live --------------------------------------------------------------------------
+    def feed(self, steps: Sequence[Step]) -> None:
+        """Report recorded steps as a live agent would, honouring each decision: a blocked call's result
+        is not passed on, and feeding stops when the run ends. A step's `t` stands in for the time source.
+
+        `loopguard bench --session` measures the session's own cost this way; it also re-records (and so
+        redacts) an existing trace. Steps the session API cannot express in order (tool steps before the
+        first `llm` step of a trace that has them) raise SessionError.
+        """
+        plan = turn_plan(steps)
+        for step in steps:
+            if self.ended:
+                break
+            self._fed_t = step.t
+            try:
+                self._feed_one(step, plan.get(step.index, ()))
+            finally:
+                self._fed_t = None
+
+    def _feed_one(self, step: Step, calls: tuple[ToolCall, ...]) -> None:
+        if step.call is not None:
+            changed = step.result is not None and step.result.changed
+            decision = self.before_call(step.call, changed=changed)
+            self.after_call(step.call, step.result if decision.runs else None)
+        elif step.llm is not None:
+            self.before_llm(step.llm.input_tokens)
+            self.llm_result(step.llm, () if step.llm.failed else calls)
+        elif step.message is not None:
+            self.message(step.message)
+        elif step.phase is not None:
+            self.phase(step.phase)
+        elif step.rejected is not None:
+            llm = step.rejected.llm
+            self.rejected(step.rejected.reason, step.rejected.text, llm)
+        elif step.done is not None:
+            self.done(step.done.success, step.done.text)
+
+    # ---- the end --------------------------------------------------------------------------------------
+    def done(self, success: bool | None = None, text: str = "") -> Decision:
+        """The agent's final answer: the run is completed (unless a verdict on it stops it)."""
+        self._check("done")
+        t = self._tick()
+        done = Done(success, self._text(text))
+        d = self.guard.done(done)
+        self._write(d.verdicts, "done", done=done, t=t)
+        if not self.ended:
+            self._end("completed")
+        return d
+
+    def close(self, error: BaseException | None = None) -> None:
+        """End the run: a call left without its result is reported as failed; an `error` that ended the
+        run early is recorded as an unsuccessful `done`; the recording is closed."""
+        if self._closed:
+            return
+        try:
+            pending = self._pending
+            if pending is not None:
+                ran = pending.before is not None and pending.before.runs
+                cause = f": {type(error).__name__}: {error}" if error is not None else ""
+                self.after_call(pending.call, ToolResult.failure(f"the run ended before the call returned{cause}")
+                                if ran else None)
+            if error is not None and not self.ended:
+                self.done(False, f"the agent ended with an error: {type(error).__name__}: {error}")
+            if not self.ended:
+                self.guard.end_turn()
+        finally:
+            self._closed = True
+            if self.recorder is not None:
+                self.recorder.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close(exc)
+
+    # ---- helpers --------------------------------------------------------------------------------------
+    def _check(self, event: str) -> None:
+        if self._closed:
+            raise SessionError(f"{event} after the session was closed")
+        if self._ended is not None:
+            where = f" at step {self.stopped_at} by {self.stopped_by}" if self.stopped_by else ""
+            raise SessionError(f"{event} after the run ended ({self._ended}{where})")
+        if self._pending is not None:
+            raise SessionError(f"{event} before after_call reported {self._pending.call.short()}")
+
+    def _text(self, text: str) -> str:
+        return self._redactor.text(text) if self._redactor is not None else text
+
+    def _opt_text(self, text: str | None) -> str | None:
+        return self._redactor.text(text) if self._redactor is not None and text is not None else text
+
+    def _guarded(self, call: ToolCall) -> ToolCall:
+        if self._redactor is None:
+            return call
+        args = self._redactor.value(call.args)
+        return call if args is call.args else ToolCall.of(call.tool, args)
+
+    def _tick(self) -> int | None:
+        if self._fed_t is not None:
+            self.clock.set(self._fed_t)
+            return self.clock.now_ms
+        if self._now is None:
+            return None
+        self.clock.set(self._now() - self._t0)
+        return self.clock.now_ms
+
+    def _write(self, verdicts: tuple[Verdict, ...], kind: StepKind, **fields: Any) -> None:
+        index = len(self._steps)
+        step = Step(index, kind, agent=self.agent, **fields)
+        if self.recorder is not None:
+            self.recorder.write(step, redacted=True)
+        action = combine(verdicts)
+        tool = step.call.tool if step.call is not None else None
+        self._steps.append(StepResult(index, step.kind, tool, action, verdicts))
+        if action in ("stop", "fail"):
+            ender = next(v for v in verdicts if v.action == action)
+            self.stopped_at, self.stopped_by = index, ender.engine
+            if action == "fail":
+                self._end("failed")
+            else:
+                self._end("exhausted" if ender.data.get("outcome") == "exhausted" else "stopped")
+
+    def _end(self, outcome: Outcome) -> None:
+        self._ended = outcome
+        # calls the response asked for that never ran are recorded as such, so the recording's turn has
+        # the calls the live turn had (replay reports them not reached)
+        for call in self._announced:
+            index = len(self._steps)
+            if self.recorder is not None:
+                self.recorder.write(Step(index, "tool", call=self._guarded(call), agent=self.agent), redacted=True)
+            self._steps.append(StepResult(index, "tool", call.tool, "not_reached"))
+        self._announced = []
+
+
+def _check_message(msg: Message) -> None:
+    if msg.role not in ("user", "system", "assistant"):
+        raise ValueError(f"unknown role {msg.role!r}; expected user, system or assistant")
+    if msg.origin is not None:
+        if msg.origin not in ORIGINS:
+            raise ValueError(f"unknown origin {msg.origin!r}; expected one of {', '.join(ORIGINS)}")
+        if msg.role not in ORIGIN_ROLES[msg.origin]:
+            raise ValueError(f"a message with origin {msg.origin!r} has role "
+                             f"{' or '.join(ORIGIN_ROLES[msg.origin])}, got {msg.role!r}")
+    if (msg.origin == "agent") != (msg.name is not None):
+        raise ValueError("`name` names the other agent: it goes with origin 'agent', and only there")
+
+
+def _ends(verdicts: tuple[Verdict, ...]) -> bool:
+    return any(v.action in ("stop", "fail") for v in verdicts)

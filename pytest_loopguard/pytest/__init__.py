@@ -1,0 +1,1 @@
+"""The pytest plugin: hooks, trace-file items, fixtures and hypothesis strategies."""

@@ -1,0 +1,1 @@
+"""Tables, JSON, Markdown, HTML and SVG reports of replays, and rule coverage."""

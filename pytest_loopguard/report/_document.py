@@ -1,0 +1,129 @@
+"""The report file `--loopguard-report PATH` and `loopguard run --report PATH` write: one document, three forms.
+
+The document (schema version `REPORT_SCHEMA`) holds run metadata, one entry per replayed trace (the JSON
+entry plus its step actions, mismatches and reason codes) and the rule coverage. Its form follows the
+path's extension: `.json` as is, `.md` and `.html` rendered for people to read.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from .. import __version__
+from ..core._expect import Mismatch
+from ..core._model import ReplayResult
+from ._rule_coverage import coverage_fields, rule_coverage
+from ._tables import CALL_WIDTH, json_entry, mismatch_table
+
+__all__ = [
+    "REPORT_FORMATS",
+    "REPORT_SCHEMA",
+    "by_trace",
+    "meta_text",
+    "report_document",
+    "report_entry",
+    "report_format",
+    "write_report",
+]
+
+REPORT_SCHEMA: Final = 2  # version 1 was the bare JSON list of entries
+REPORT_FORMATS: Final = {".json": "json", ".md": "markdown", ".html": "html", ".htm": "html"}
+
+
+def report_format(path: str | Path) -> str:
+    """`json`, `markdown` or `html` from the path's extension; ValueError naming the known ones otherwise."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in REPORT_FORMATS:
+        known = ", ".join(REPORT_FORMATS)
+        raise ValueError(f"report {str(path)!r}: unknown extension {suffix or '(none)'!r}; expected one of {known}")
+    return REPORT_FORMATS[suffix]
+
+
+def report_entry(result: ReplayResult, mismatches: Sequence[Mismatch], engines: Iterable[str]) -> dict[str, Any]:
+    """One trace's entry: the JSON entry, each step's action and deciding reason, mismatches, reason codes."""
+    entry = json_entry(result, mismatches)
+    steps: list[dict[str, Any]] = []
+    for step, got in zip(result.trace.steps, result.steps, strict=True):
+        decider = next((v for v in got.verdicts if v.action == got.action), None)
+        steps.append({
+            "index": got.index,
+            "label": step.label(CALL_WIDTH),
+            "action": got.action,
+            "reason": decider.reason if decider is not None else None,
+        })
+    entry["steps"] = steps
+    entry["mismatches"] = [str(m) for m in mismatches]
+    if mismatches:
+        entry["mismatch_table"] = mismatch_table(result, list(mismatches))
+    entry.update(coverage_fields(engines, result))
+    return entry
+
+
+def meta_text(value: Any) -> str:
+    """A metadata value as a report table shows it: `—` for none, lists comma-separated."""
+    if value is None or value == []:
+        return "—"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def by_trace(entries: Iterable[Mapping[str, Any]]) -> list[tuple[tuple[str, str], list[Mapping[str, Any]]]]:
+    """Entries grouped by (file, trace), in first-seen order: a matrix run's policies of one trace together."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for entry in entries:
+        groups.setdefault((str(entry.get("file") or ""), str(entry.get("trace"))), []).append(entry)
+    return list(groups.items())
+
+
+def _created() -> str:
+    # SOURCE_DATE_EPOCH (the reproducible-builds convention) pins the time, so two runs can write equal files.
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    moment = (
+        _dt.datetime.fromtimestamp(int(epoch), _dt.UTC) if epoch and epoch.isdigit() else _dt.datetime.now(_dt.UTC)
+    )
+    return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def report_document(entries: Iterable[Mapping[str, Any]], meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The whole report: schema version, metadata, summary, entries (sorted by file and trace), coverage."""
+    ordered = sorted(entries, key=lambda e: (str(e.get("file") or ""), str(e.get("trace")), str(e.get("policy"))))
+    passed = sum(1 for e in ordered if e.get("passed"))
+    return {
+        "loopguard_report": REPORT_SCHEMA,
+        "meta": {
+            "loopguard": __version__,
+            "python": platform.python_version(),
+            "platform": platform.platform(terse=True),
+            "created": _created(),
+            **meta,
+        },
+        "summary": {"traces": len(ordered), "passed": passed, "mismatched": len(ordered) - passed},
+        "traces": [dict(e) for e in ordered],
+        "coverage": rule_coverage(ordered).to_dict(),
+    }
+
+
+def write_report(path: str | Path, entries: Iterable[Mapping[str, Any]], meta: Mapping[str, Any]) -> None:
+    """Write the report in the form the extension names, creating the folder."""
+    form = report_format(path)
+    document = report_document(entries, meta)
+    if form == "json":
+        text = json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n"
+    elif form == "markdown":
+        from ._markdown import render_markdown
+
+        text = render_markdown(document)
+    else:
+        from ._html import render_html
+
+        text = render_html(document)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")

@@ -1,0 +1,1 @@
+"""Policies and the Guard that runs their engines for one run, the run protocol, and replay."""
