@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..core._model import ReplayResult
 from ..errors import LoopguardError, LoopguardWarning
-from ..io._stream import FileRuns, RunItem, file_runs, merged, run_paths, trace_files
 from ..runtime._policy import Policy, resolve_policy
+from ._corpus import FileRuns, RunItem, file_runs, merged, run_paths, trace_files
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection

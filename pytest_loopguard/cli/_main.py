@@ -39,11 +39,11 @@ from ..engines import ENGINE_ORDER, registry
 from ..errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
 from ..io._format import dump
 from ..io._runner import execute, load_file, simulate, validate_paths
-from ..io._stream import run_paths
 from ..report._console import emit, fit_table, progress
 from ..report._tables import json_entry, mismatch_table, shorten, summary_table, timeline_table
 from ..runtime._policy import ALIASES, Policy, preset_names, resolve_policy
 from ..runtime._policy_option import parse_policy_option
+from ._corpus import run_paths
 from ._jobs import WorkerLost, parse_jobs, run_jobs
 
 __all__ = ["main"]

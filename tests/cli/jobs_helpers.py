@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pytest_loopguard.cli import _corpus as stream
 from pytest_loopguard.cli import _jobs as run_jobs
 from pytest_loopguard.errors import PolicyError
-from pytest_loopguard.io import _stream as stream
 
 _real_file_runs = stream.file_runs
 _real_executed = stream._executed

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from files import write
 
+from pytest_loopguard.cli import _corpus as stream
 from pytest_loopguard.cli import _main as cli
-from pytest_loopguard.io import _stream as stream
 
 GOOD = "loopguard: 1\nname: good\nsteps:\n  - {tool: a}\nexpect: {outcome: incomplete}\n"
 MISMATCH = "loopguard: 1\nname: mismatch\nsteps:\n  - {tool: a}\nexpect: {outcome: completed}\n"

@@ -20,11 +20,11 @@ from typing import Any
 import jobs_helpers  # tests/cli is on sys.path (rootdir-relative test modules); the workers import it by name
 import pytest
 
+from pytest_loopguard.cli import _corpus as stream
 from pytest_loopguard.cli import _jobs as run_jobs
 from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.cli._jobs import batch_size, parse_jobs, usable_cpus
 from pytest_loopguard.importers import import_runs, to_trace
-from pytest_loopguard.io import _stream as stream
 from pytest_loopguard.io._format import dump
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -449,7 +449,7 @@ def test_python_warnings_of_a_worker_are_shown_as_one_process_shows_them(tmp_pat
         sys.path.insert(0, {str(HELPERS)!r})
         import jobs_helpers
         from pytest_loopguard.cli import _jobs as run_jobs, _main as cli
-        from pytest_loopguard.io import _stream as stream
+        from pytest_loopguard.cli import _corpus as stream
 
         stream.file_runs = jobs_helpers.warning_file_runs  # one process
         run_jobs.WORK = jobs_helpers.warning_work  # the workers

@@ -159,8 +159,8 @@ def test_a_failure_is_not_kept(repo: Path) -> None:
 
 def test_run_paths_reads_a_shared_policy_file_once_with_the_same_results(
         repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_loopguard.cli._corpus import run_paths
     from pytest_loopguard.io._format import validate_paths
-    from pytest_loopguard.io._stream import run_paths
     from pytest_loopguard.runtime import _policy as policy_module
     from pytest_loopguard.runtime._replay import replay
 

@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 
 from pytest_loopguard.bench._replay import synthetic_trace
+from pytest_loopguard.cli._corpus import run_paths
 from pytest_loopguard.core._expect import check
 from pytest_loopguard.core._model import Message, Step, ToolCall, ToolResult, Trace
 from pytest_loopguard.errors import LoopguardWarning, NotATraceError, TraceError
+from pytest_loopguard.io import _jsonl as jsonl
 from pytest_loopguard.io._format import dump, load_file, validate_paths
-from pytest_loopguard.io._stream import replay_jsonl, run_paths
+from pytest_loopguard.io._stream import replay_jsonl
 from pytest_loopguard.runtime._policy import resolve_policy
 from pytest_loopguard.runtime._replay import replay
 
@@ -100,9 +102,8 @@ def test_run_paths_reports_each_bad_file_and_goes_on(tmp_path: Path) -> None:
 
 
 def test_lines_split_across_read_blocks_stream_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_loopguard.io import _stream as stream
 
-    monkeypatch.setattr(stream, "_BLOCK", 7)  # every line, and many a UTF-8 character, spans blocks
+    monkeypatch.setattr(jsonl, "_BLOCK", 7)  # every line, and many a UTF-8 character, spans blocks
     trace = synthetic_trace("blocks", random.Random(8), steps=60)
     steps = (*trace.steps, Step(len(trace.steps), "message", message=Message("user", "naïve café — ☃ 𝄞")))
     streamed_equals_loaded(Trace(name="blocks", steps=steps, task=trace.task), tmp_path, "default")
@@ -110,10 +111,9 @@ def test_lines_split_across_read_blocks_stream_alike(tmp_path: Path, monkeypatch
 
 def test_a_line_beyond_the_bound_and_a_bad_byte_are_named_by_line(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_loopguard.io import _stream as stream
 
-    monkeypatch.setattr(stream, "_BLOCK", 16)
-    monkeypatch.setattr(stream, "MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(jsonl, "_BLOCK", 16)
+    monkeypatch.setattr(jsonl, "MAX_FILE_BYTES", 100)
     long = tmp_path / "long.jsonl"
     long.write_text('{"loopguard": 1, "name": "long"}\n{"tool": "a"}\n{"tool": "' + "a" * 120 + '"}\n',
                     encoding="utf-8")
@@ -149,9 +149,8 @@ def test_lines_after_the_run_stopped_are_still_checked(tmp_path: Path) -> None:
 @pytest.mark.parametrize("block", [5, 64, 1 << 20])
 def test_a_torn_line_is_only_the_last_non_blank_one_whatever_the_blocks(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int) -> None:
-    from pytest_loopguard.io import _stream as stream
 
-    monkeypatch.setattr(stream, "_BLOCK", block)
+    monkeypatch.setattr(jsonl, "_BLOCK", block)
     head = '\n\n{"loopguard": 1, "name": "t"}\n  \n{"tool": "a"}\n'
     torn = tmp_path / "torn.jsonl"
     torn.write_text(head + '{"tool": "b", "ar\n\n \t \n\n', encoding="utf-8")
@@ -169,18 +168,17 @@ def test_a_torn_line_is_only_the_last_non_blank_one_whatever_the_blocks(
 
 def test_rows_give_the_header_with_whether_it_is_the_last_then_the_rest(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_loopguard.io import _stream as stream
 
-    monkeypatch.setattr(stream, "_BLOCK", 3)
+    monkeypatch.setattr(jsonl, "_BLOCK", 3)
     path = tmp_path / "rows.jsonl"
     path.write_text("\n \n{}\n\n\t\n[1]\n\n2\n", encoding="utf-8")
-    with stream._open(str(path)) as handle:
-        rows = stream._rows(handle, str(path))
+    with jsonl.open_regular(str(path)) as handle:
+        rows = jsonl.rows(handle, str(path))
         assert next(rows) == (3, "{}", False)
         assert list(rows.lines()) == [(6, "[1]"), (8, "2")]
     path.write_text("\n{}\n \n", encoding="utf-8")
-    with stream._open(str(path)) as handle:
-        rows = stream._rows(handle, str(path))
+    with jsonl.open_regular(str(path)) as handle:
+        rows = jsonl.rows(handle, str(path))
         assert list(rows) == [(2, "{}", True)]
         assert list(rows.lines()) == []
 
@@ -272,24 +270,22 @@ def _header_or_error(read: object) -> object:
 
 @pytest.mark.parametrize("text", HOSTILE_HEADERS)
 def test_the_header_read_by_a_stream_is_the_loaders_header(tmp_path: Path, text: str) -> None:
-    from pytest_loopguard.io import _stream as stream
     from pytest_loopguard.io._format import loads
 
     path = str(tmp_path / "h.jsonl")
     for lead in ("", "\n  \n"):  # a header after blank lines keeps its line number in errors
         rows = iter([(lead.count("\n") + 1, text, True)])
-        got = _header_or_error(functools.partial(stream._header, rows, path))
+        got = _header_or_error(functools.partial(jsonl.header, rows, path))
         assert got == _header_or_error(lambda whole=lead + text: loads(whole, fmt="jsonl", path=path)[0])
 
 
 def test_every_corpus_header_streams_as_loaded(tmp_path: Path) -> None:
-    from pytest_loopguard.io import _stream as stream
 
     for trace in CORPUS:
         path = tmp_path / f"{trace.name}.jsonl"
         dump(trace, path)
         with path.open("rb") as handle:
-            header = stream._header(stream._rows(handle, str(path)), str(path))
+            header = jsonl.header(jsonl.rows(handle, str(path)), str(path))
         loaded = load_file(path)[0]
         assert _fields(header) == _fields(dataclasses.replace(loaded, steps=())), trace.name
 
