@@ -101,7 +101,7 @@ class LoopguardSession:
         if self.worker:
             return
         if self.report_path is not None:
-            from ..report._document import write_report
+            from ..report._write import write_report
 
             try:
                 write_report(self.report_path, self.entries, self.meta)
@@ -229,7 +229,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"{option}: {exc}") from None
     report: str | None = config.getoption("loopguard_report", None)
     if report:
-        from ..report._document import report_format
+        from ..report._write import report_format
 
         try:
             report_format(report)
