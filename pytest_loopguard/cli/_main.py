@@ -38,7 +38,7 @@ from ..core._model import ReplayResult, Trace
 from ..engines import ENGINE_ORDER, registry
 from ..errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
 from ..io._format import dump
-from ..io._runner import execute, load_file, simulate, validate_paths
+from ..io._runner import execute, load_runnable, simulate, validate_runnable
 from ..report._console import emit, fit_table, progress
 from ..report._tables import json_entry, mismatch_table, shorten, summary_table, timeline_table
 from ..runtime._policy import ALIASES, Policy, preset_names, resolve_policy
@@ -102,10 +102,10 @@ def _report_warnings(traces: Sequence[Trace]) -> None:
 
 
 def _validate(paths: Sequence[str]) -> tuple[list[Trace], list[TraceError]]:
-    """`validate_paths`, each trace's warnings shown once, and a line per non-trace file a folder held."""
+    """`validate_runnable`, each trace's warnings shown once, and a line per non-trace file a folder held."""
     skipped: list[NotATraceError] = []
     with _trace_warnings():
-        traces, errors = validate_paths(paths, skipped=skipped)
+        traces, errors = validate_runnable(paths, skipped=skipped)
     for note in skipped:
         _err(_skipped(note))
     _report_warnings(traces)
@@ -137,7 +137,7 @@ def _load_one(spec: str) -> Trace:
     """One trace from `FILE` or `FILE::NAME` (a file with several traces needs the name)."""
     path, _, name = spec.partition("::")
     with _trace_warnings():
-        traces = load_file(path)
+        traces = load_runnable(path)
     if name:
         chosen = [t for t in traces if t.name == name]
         if not chosen:

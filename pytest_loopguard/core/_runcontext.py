@@ -11,10 +11,10 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, final
 
-from ._classify import Classifier, Kind
+from ._classify import Classifier, Kind, target_of
 from ._conversation import PromptView, Transcript
 from ._model import LLMCall, Task, ToolCall, ToolResult
-from ._targets import CallTarget, target_of
+from ._targets import CallTarget
 
 if TYPE_CHECKING:
     from ..engines.base import Engine

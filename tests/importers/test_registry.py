@@ -26,7 +26,7 @@ from pytest_loopguard.importers import (
     get,
     import_runs,
 )
-from pytest_loopguard.importers.build import TraceBuilder
+from pytest_loopguard.importers.build import ImportedRunBuilder
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "import.md"
 # this module's formats, in detection order (other built-ins may come after them)
@@ -93,7 +93,7 @@ class _Shadow(Importer):
         return True
 
     def convert(self, source: Source) -> Iterator[ImportedRun]:
-        yield TraceBuilder("x", file=source.name).build()
+        yield ImportedRunBuilder("x", file=source.name).build()
 
 
 def test_a_plugin_cannot_take_a_builtin_name() -> None:
