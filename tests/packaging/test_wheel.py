@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import email
 import email.message
+import re
 import subprocess
 import sys
 import zipfile
@@ -144,3 +145,18 @@ def test_every_import_is_a_declared_requirement(wheel: zipfile.ZipFile) -> None:
             if not names & allowed:
                 wrong.append(f"{path.relative_to(ROOT)}: {root} ({', '.join(sorted(names))})")
     assert wrong == []
+
+
+def test_every_extra_an_install_command_names_exists(wheel: zipfile.ZipFile) -> None:
+    """`pip install '.[pytest]'` and the like in README.md, docs/ and .ci/run: each extra named is provided."""
+    provided = set(_metadata(wheel).get_all("Provides-Extra") or [])
+    pages = [ROOT / "README.md", ROOT / ".ci" / "run", *sorted((ROOT / "docs").glob("*.md"))]
+    named = {
+        (page.name, extra)
+        for page in pages
+        for command in re.findall(r"pip install [^`\n]*", page.read_text(encoding="utf-8"))
+        for group in re.findall(r"(?:\.|pytest-loopguard)\[([a-z0-9,_-]+)\]", command)
+        for extra in group.split(",")
+    }
+    assert {extra for _, extra in named} >= {"pytest", "dev"}  # the README's two installs are found
+    assert sorted(n for n in named if n[1] not in provided) == []
