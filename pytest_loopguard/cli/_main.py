@@ -15,8 +15,8 @@
 
 Bad input (a malformed trace, an unknown preset) is reported in one line per bad file without a traceback;
 the other files still run. Exit status: 0 ok, 1 an expectation failed, 2 some input was bad (this wins over
-1: a corpus with a bad file is not a passing corpus), 3 an internal error (a bug in loopguard, never bad input,
-or a `run -j` worker process killed), 130 interrupted (Ctrl-C).
+1: a corpus with a bad file is not a passing corpus) or the command needs the `pytest` extra, 3 an internal error
+(a bug in loopguard, never bad input, or a `run -j` worker process killed), 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from .. import __version__
 from ..core._expect import Mismatch, check
 from ..core._model import ReplayResult, Trace
 from ..engines import ENGINE_ORDER, registry
-from ..errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
+from ..errors import LoopguardError, LoopguardWarning, MissingExtraError, NotATraceError, PolicyError, TraceError
 from ..io._format import dump
 from ..io._runner import execute, load_runnable, simulate, validate_runnable
 from ..report._console import emit, fit_table, progress
@@ -548,6 +548,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(f"{exc.filename or ''}: {exc.strerror}")
         return EXIT_BAD_INPUT
     except Exception as exc:  # a bug, not bad input: never exit 1, which means "an expectation failed"
+        if (missing := MissingExtraError.of(exc, f"`loopguard {args.command}`")) is not None:
+            _error(missing)  # a slim install (no `pytest` extra): the tables, the simulators' pages
+            return EXIT_BAD_INPUT
         _err(f"loopguard: internal error (please report it): {type(exc).__name__}: {str(exc)[:200]}")
         return EXIT_INTERNAL
     return status
