@@ -1,8 +1,8 @@
 """Importers: agent logs (SWE-agent, mini-swe-agent, OpenHands, multi-agent chats...) into loopguard traces.
 
 Library entry points: `import_runs` (a path or `Source` → `ImportedRun`s), `import_traces` (→ `Trace`s)
-and `tar_traces` (the members of a tarball, read without unpacking). Formats are pluggable: see
-`registry` and docs/import.md.
+and `tar_traces` (the members of a tarball, read without unpacking). Formats are pluggable like engines:
+entry points of the `loopguard.importers` group, or `IMPORTERS.register` in code (docs/plugins.md).
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from ..core._model import Trace
 from ..errors import TraceError
 from ..io._format import trace_from_mapping
 from .base import ImportedRun, Importer, Row, Source, trace_name
-from .registry import ENTRY_POINT_GROUP, available, builtin_importers, detect, get
+from .registry import ENTRY_POINT_GROUP, IMPORTERS, available, builtin_importers, detect, get, register_importer
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "IMPORTERS",
     "ImportedRun",
     "Importer",
     "Row",
@@ -30,6 +31,7 @@ __all__ = [
     "get",
     "import_runs",
     "import_traces",
+    "register_importer",
     "tar_traces",
     "to_trace",
     "trace_name",
