@@ -1,8 +1,8 @@
 """The replay core's layers (issue 11): model → engine contract → engines → policy → runtime → replay, none back up.
 
 Read from the import statements themselves (module level and inside functions alike), so an import added
-anywhere in a core module is checked; imports under `if TYPE_CHECKING:` are annotations only and may name a
-higher layer (`runcontext` names `Engine` and `Policy` in its annotations).
+anywhere in a core module is checked; imports under `if TYPE_CHECKING:` are annotations only, and none of
+them names a higher layer either.
 """
 
 from __future__ import annotations
