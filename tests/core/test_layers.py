@@ -16,9 +16,10 @@ PACKAGE = Path(__file__).parents[2] / "pytest_loopguard"
 LAYERS: dict[str, int] = {
     # what engines may read: values, the conversation, tool tables, the run context and its turns
     **dict.fromkeys(["core._identity", "core._model", "core._conversation", "core._classify", "core._targets",
-                     "core._runcontext", "core._limits", "core._shell", "errors", "core._safeload"], 0),
+                     "core._runcontext", "core._limits", "core._shell", "errors", "core._safeload",
+                     "core._registry"], 0),
     # the engine contract
-    **dict.fromkeys(["core.hookspecs", "engines.base", "engines.lru"], 1),
+    **dict.fromkeys(["core.hookspecs", "engines.base", "engines.lru", "engines._repeated_text"], 1),
     # the engines
     **dict.fromkeys(["engines", "engines.loop_guard", "engines.read_tracker", "engines.failure_tracker",
                      "engines.budget", "engines.dedup", "engines.context", "engines.stuck_detector"], 2),
