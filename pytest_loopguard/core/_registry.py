@@ -25,8 +25,8 @@ class Registry(Generic[P]):
     registration of a name replaces the earlier one; an entry point may not take a built-in's name.
     """
 
-    __slots__ = ("_added", "_builtins", "_installed", "_loaded", "_merged", "_older", "_version", "attribute",
-                 "base", "group", "kind", "older")
+    __slots__ = ("_added", "_builtins", "_installed", "_loaded", "_merged", "_older", "attribute", "base", "group",
+                 "kind", "older", "version")
 
     def __init__(self, kind: str, base: type[P], group: str, attribute: str, builtins: Mapping[str, str],
                  older: Callable[[object], bool] | None = None) -> None:
@@ -41,12 +41,9 @@ class Registry(Generic[P]):
         self._installed: list[type[P]] | None = None  # None: the entry points are not read yet
         self._older: list[object] = []
         self._merged: dict[str, type[P]] | None = None
-        self._version = 0
-
-    @property
-    def version(self) -> int:
-        """Changes with every registration: what a caller derived from `classes()` is stale once it does."""
-        return self._version
+        # changes with every registration: what a caller derived from `classes()` is stale once it does (read
+        # by every Guard a policy builds, hence an attribute and not a property)
+        self.version = 0
 
     @property
     def builtin_names(self) -> tuple[str, ...]:
@@ -69,7 +66,7 @@ class Registry(Generic[P]):
         self._added.pop(name, None)  # re-added: the latest registration comes last among the added ones
         self._added[name] = cls
         self._merged = None
-        self._version += 1
+        self.version += 1
 
     def builtins(self) -> list[type[P]]:
         """The built-in classes, in their order (for importers: the detection order)."""
@@ -119,7 +116,7 @@ class Registry(Generic[P]):
         self._installed = None
         self._older = []
         self._merged = None
-        self._version += 1
+        self.version += 1
 
     def _read(self) -> tuple[list[type[P]], list[object]]:
         """The group's entry points, in name order: the classes they name, and the objects of the older form."""

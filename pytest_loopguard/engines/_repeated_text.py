@@ -8,7 +8,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Final, final
 
-__all__ = ["CODE_FENCE", "DIVIDER", "STRUCTURE", "ChunkIndex"]
+__all__ = ["CODE_FENCE", "DIVIDER", "STRUCTURE", "ChunkIndex", "Repeats"]
+
+# Whether a chunk's positions (absolute, oldest first) are a repetition; given the buffer and the absolute
+# position of its first character (`buffer[p - base:q - base]` is the text from p to q).
+Repeats = Callable[[list[int], str, int], bool]
 
 # Markdown as Gemini CLI's loop detection reads it, quirks included: text with structure (a table, a list or
 # numbered item, a heading, a blockquote), a divider line or a code fence is not prose that can chant.
@@ -48,22 +52,6 @@ class ChunkIndex:
         self._positions: dict[str, int | list[int]] = {}
         self._pruned_at = 0
 
-    def text(self, start: int, end: int) -> str:
-        """The buffer's text between two absolute positions that it still holds."""
-        base = self._base
-        return self._buffer[start - base:end - base]
-
-    def extend(self, text: str) -> None:
-        """Add `text` to the buffer, cutting its front beyond `limit` characters."""
-        self._buffer += text
-        excess = len(self._buffer) - self.limit
-        if excess > 0:
-            self._buffer = self._buffer[excess:]
-            self._base += excess
-            self._scan = max(self._scan, self._base)
-            if self._base - self._pruned_at >= self.limit:  # amortised: drop positions cut off
-                self._prune()
-
     def _prune(self) -> None:
         base = self._base
         kept: dict[str, int | list[int]] = {}
@@ -76,15 +64,25 @@ class ChunkIndex:
         self._positions = kept
         self._pruned_at = base
 
-    def scan(self, at_least: int, repeats: Callable[[list[int]], bool]) -> tuple[str, int] | None:
-        """Record every chunk from the scan position on, in text order; stop at the first chunk seen at least
-        `at_least` (>= 2) times whose positions (oldest first, in the buffer) `repeats` accepts, and return it
-        with its count. The scan goes on from that chunk at the next call, so it is recorded again then.
+    def add(self, text: str, at_least: int, repeats: Repeats) -> tuple[str, int] | None:
+        """Add `text` to the buffer (cutting its front beyond `limit` characters) and record every chunk from
+        the scan position on, in text order; stop at the first chunk seen at least `at_least` (>= 2) times
+        whose positions (oldest first, in the buffer) `repeats` accepts, and return it with its count. The
+        scan goes on from that chunk at the next call, so it is recorded again then. `repeats` is given the
+        buffer and the absolute position of its first character, to read the text between positions.
 
         Equivalent to visiting each position in turn, but a chunk that was not seen before and occurs once in
         the new stretch ends with one position and cannot reach `at_least`: those are recorded in bulk, and
         only the others are visited in order.
         """
+        self._buffer += text
+        excess = len(self._buffer) - self.limit
+        if excess > 0:
+            self._buffer = self._buffer[excess:]
+            self._base += excess
+            self._scan = max(self._scan, self._base)
+            if self._base - self._pruned_at >= self.limit:  # amortised: drop positions cut off
+                self._prune()
         size = self.size
         buffer, base = self._buffer, self._base
         first, last = self._scan, base + len(buffer) - size
@@ -113,7 +111,7 @@ class ChunkIndex:
                 if seen and seen[0] < base:
                     seen[:] = [p for p in seen if p >= base]
             seen.append(scan)
-            if len(seen) >= at_least and repeats(seen):
+            if len(seen) >= at_least and repeats(seen, buffer, base):
                 end = k  # the scan stops here: the next text records this chunk again
                 found = (chunk, len(seen))
                 break

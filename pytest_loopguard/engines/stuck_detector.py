@@ -485,8 +485,7 @@ class _Gemini(_Rules):
             self._code_block = not self._code_block
         if was_in_code or self._code_block or divider:
             return None
-        self._chunks.extend(text)
-        found = self._chunks.scan(s.content_threshold, self._chanting)
+        found = self._chunks.add(text, s.content_threshold, self._chanting)
         if found is None:
             return None
         chunk, count = found
@@ -495,7 +494,7 @@ class _Gemini(_Rules):
             {"chunk": chunk, "count": count},
         )
 
-    def _chanting(self, seen: list[int]) -> bool:
+    def _chanting(self, seen: list[int], buffer: str, base: int) -> bool:
         """Whether a chunk's latest `content_threshold` positions are a loop: close together on average, and
         few distinct texts between one and the next."""
         s = self.settings
@@ -503,8 +502,7 @@ class _Gemini(_Rules):
         tail = seen[-threshold:]
         if (tail[-1] - tail[0]) / (threshold - 1) > s.max_average_distance:
             return False
-        text = self._chunks.text
-        return len({text(p, q) for p, q in pairwise(tail)}) <= s.max_distinct_periods
+        return len({buffer[p - base:q - base] for p, q in pairwise(tail)}) <= s.max_distinct_periods
 
 
 _RULE_SETS: dict[str, type[_Rules]] = {"openhands": _OpenHands, "openhands_sdk": _OpenHandsSDK, "gemini": _Gemini}
