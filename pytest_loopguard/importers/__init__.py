@@ -1,8 +1,9 @@
 """Importers: agent logs (SWE-agent, mini-swe-agent, OpenHands, multi-agent chats...) into loopguard traces.
 
 Library entry points: `import_runs` (a path or `Source` → `ImportedRun`s), `import_traces` (→ `Trace`s)
-and `tar_traces` (the members of a tarball, read without unpacking). Formats are pluggable: see
-`registry` and docs/import.md; a plugin's importer writes its steps with `build.ImportedRunBuilder`.
+and `tar_traces` (the members of a tarball, read without unpacking). Formats are pluggable like engines:
+entry points of the `loopguard.importers` group, or `IMPORTERS.register` in code (docs/plugins.md); a
+plugin's importer writes its steps with `build.ImportedRunBuilder`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ if TYPE_CHECKING:
     from .bench import import_bench
     from .build import ImportedRunBuilder
     from .recognise import skip_note
-    from .registry import ENTRY_POINT_GROUP, available, builtin_importers, detect, get
+    from .registry import ENTRY_POINT_GROUP, IMPORTERS, available, builtin_importers, detect, get, register_importer
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "IMPORTERS",
     "ImportedRun",
     "ImportedRunBuilder",
     "Importer",
@@ -32,6 +34,7 @@ __all__ = [
     "import_bench",
     "import_runs",
     "import_traces",
+    "register_importer",
     "skip_note",
     "tar_traces",
     "to_trace",
@@ -44,5 +47,6 @@ __getattr__, __dir__ = exports(__name__, {
     "bench": ("import_bench",),
     "build": ("ImportedRunBuilder",),
     "recognise": ("skip_note",),
-    "registry": ("ENTRY_POINT_GROUP", "available", "builtin_importers", "detect", "get"),
+    "registry": ("ENTRY_POINT_GROUP", "IMPORTERS", "available", "builtin_importers", "detect", "get",
+                 "register_importer"),
 })

@@ -147,9 +147,8 @@ SUBPACKAGES: dict[str, dict[str, str]] = {
         "hookspecs": "PROJECT hookimpl hookspec",
     },
     "engines": {
-        "": "ENGINE_ORDER",
-        "base": ("ENTRY_POINT_GROUP Engine EngineSettings SettingError load_engine_plugins register_engine registry "
-                 "registry_version"),
+        "base": ("ENGINES ENGINE_ORDER ENTRY_POINT_GROUP Engine EngineSettings SettingError load_engine_plugins "
+                 "register_engine registry registry_version"),
     },
     "runtime": {
         "_guard": "Clock Decision Guard",
@@ -173,7 +172,7 @@ SUBPACKAGES: dict[str, dict[str, str]] = {
         "bench": "import_bench",
         "build": "ImportedRunBuilder",
         "recognise": "skip_note",
-        "registry": "ENTRY_POINT_GROUP available builtin_importers detect get",
+        "registry": "ENTRY_POINT_GROUP IMPORTERS available builtin_importers detect get register_importer",
     },
     "live": {
         "_adapters": ("RAW_ARGUMENTS AdaptedCall ModelTurn anthropic_response anthropic_result "
