@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from types import MappingProxyType
-from typing import Any, Final, Literal, final
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, final
 
 from ._identity import canonical_json, ordered_args_json
 
@@ -16,14 +16,20 @@ __all__ = [
     "OUTCOMES",
     "PHASES",
     "SEVERITY",
+    "STEP_CLASSES",
     "STEP_KINDS",
     "TOOL_ACTIONS",
     "Action",
     "Done",
+    "DoneStep",
     "LLMCall",
+    "LLMStep",
     "Message",
+    "MessageStep",
     "Outcome",
+    "PhaseStep",
     "Rejected",
+    "RejectedStep",
     "ReplayResult",
     "RunExpect",
     "Step",
@@ -33,9 +39,11 @@ __all__ = [
     "Task",
     "ToolCall",
     "ToolResult",
+    "ToolStep",
     "Trace",
     "Verdict",
     "combine",
+    "make_step",
     "run_end",
 ]
 
@@ -278,30 +286,42 @@ class Task:
     budget: Mapping[str, Any] = field(default_factory=dict)
 
 
-@final
 @dataclass(frozen=True, slots=True, eq=False)
-class Step:
-    """One event of a trace. Exactly one of call/llm/phase/message/done/rejected is set, as `kind` says.
+class _StepFields:
+    """The fields every step kind has: its place in the trace, what the trace expects of it, when it happened.
 
     `agent` names the acting agent in multi-agent logs; `source` points into the log the step was
     imported from. Both are kept and written back, and no engine reads them.
     """
 
     index: int
-    kind: StepKind
-    call: ToolCall | None = None
-    result: ToolResult | None = None  # None: not recorded (treated as ok)
-    llm: LLMCall | None = None
-    phase: str | None = None
-    message: Message | None = None
-    done: Done | None = None
+    _: KW_ONLY
     expect: StepExpect | None = None
     t: int | None = None  # run clock, milliseconds
     line: int | None = None
     extensions: Mapping[str, Any] = field(default_factory=dict)
-    rejected: Rejected | None = None
     agent: str | None = None
     source: StepSource | None = None
+
+
+# Each kind's class carries its own payload as a required field and reads None for the payloads of the
+# other kinds (class attributes, no storage), so code written against the one-class `Step` (`step.call`,
+# `step.llm`, ... on any step) keeps working, and on the `Step` union `step.call` types as `ToolCall | None`.
+
+
+@final
+@dataclass(frozen=True, slots=True, eq=False)
+class ToolStep(_StepFields):
+    """A tool call and its recorded result (None: not recorded, treated as a plain success)."""
+
+    call: ToolCall
+    result: ToolResult | None = None
+    kind: ClassVar[Literal["tool"]] = "tool"
+    llm: ClassVar[None] = None
+    phase: ClassVar[None] = None
+    message: ClassVar[None] = None
+    done: ClassVar[None] = None
+    rejected: ClassVar[None] = None
 
     @property
     def outcome(self) -> ToolResult:
@@ -310,19 +330,187 @@ class Step:
 
     def label(self, width: int = 60) -> str:
         """How the step reads in a table."""
-        if self.call is not None:
-            return self.call.short(width)
-        if self.llm is not None:
-            return f"llm error: {self.llm.error}"[:width] if self.llm.error else "llm"
-        if self.phase is not None:
-            return f"phase {self.phase}"
-        if self.message is not None:
-            m = self.message
-            who = m.role if m.origin in (None, "user") else f"{m.role}, {m.origin}"
-            return f"message ({who})"
-        if self.rejected is not None:
-            return f"rejected: {self.rejected.reason}"[:width]
+        return self.call.short(width)
+
+
+@final
+@dataclass(frozen=True, slots=True, eq=False)
+class LLMStep(_StepFields):
+    """A call to the model."""
+
+    llm: LLMCall
+    kind: ClassVar[Literal["llm"]] = "llm"
+    call: ClassVar[None] = None
+    result: ClassVar[None] = None
+    phase: ClassVar[None] = None
+    message: ClassVar[None] = None
+    done: ClassVar[None] = None
+    rejected: ClassVar[None] = None
+
+    def label(self, width: int = 60) -> str:
+        """How the step reads in a table."""
+        return f"llm error: {self.llm.error}"[:width] if self.llm.error else "llm"
+
+
+@final
+@dataclass(frozen=True, slots=True, eq=False)
+class PhaseStep(_StepFields):
+    """The agent entering a phase (one of `PHASES`)."""
+
+    phase: str
+    kind: ClassVar[Literal["phase"]] = "phase"
+    call: ClassVar[None] = None
+    result: ClassVar[None] = None
+    llm: ClassVar[None] = None
+    message: ClassVar[None] = None
+    done: ClassVar[None] = None
+    rejected: ClassVar[None] = None
+
+    def label(self, width: int = 60) -> str:
+        """How the step reads in a table."""
+        return f"phase {self.phase}"
+
+
+@final
+@dataclass(frozen=True, slots=True, eq=False)
+class MessageStep(_StepFields):
+    """A message in the conversation."""
+
+    message: Message
+    kind: ClassVar[Literal["message"]] = "message"
+    call: ClassVar[None] = None
+    result: ClassVar[None] = None
+    llm: ClassVar[None] = None
+    phase: ClassVar[None] = None
+    done: ClassVar[None] = None
+    rejected: ClassVar[None] = None
+
+    def label(self, width: int = 60) -> str:
+        """How the step reads in a table."""
+        m = self.message
+        who = m.role if m.origin in (None, "user") else f"{m.role}, {m.origin}"
+        return f"message ({who})"
+
+
+@final
+@dataclass(frozen=True, slots=True, eq=False)
+class DoneStep(_StepFields):
+    """The agent declaring the task done."""
+
+    done: Done
+    kind: ClassVar[Literal["done"]] = "done"
+    call: ClassVar[None] = None
+    result: ClassVar[None] = None
+    llm: ClassVar[None] = None
+    phase: ClassVar[None] = None
+    message: ClassVar[None] = None
+    rejected: ClassVar[None] = None
+
+    def label(self, width: int = 60) -> str:
+        """How the step reads in a table."""
         return "done"
+
+
+@final
+@dataclass(frozen=True, slots=True, eq=False)
+class RejectedStep(_StepFields):
+    """A model turn the harness refused."""
+
+    rejected: Rejected
+    kind: ClassVar[Literal["rejected"]] = "rejected"
+    call: ClassVar[None] = None
+    result: ClassVar[None] = None
+    llm: ClassVar[None] = None
+    phase: ClassVar[None] = None
+    message: ClassVar[None] = None
+    done: ClassVar[None] = None
+
+    def label(self, width: int = 60) -> str:
+        """How the step reads in a table."""
+        return f"rejected: {self.rejected.reason}"[:width]
+
+
+STEP_CLASSES: Final[Mapping[str, Callable[..., Step]]] = MappingProxyType({
+    "tool": ToolStep, "llm": LLMStep, "phase": PhaseStep, "message": MessageStep, "done": DoneStep,
+    "rejected": RejectedStep,
+})
+# the payload field of each kind but `tool` (which has two: call and result)
+_PAYLOAD: Final[Mapping[str, str]] = MappingProxyType(
+    {"llm": "llm", "phase": "phase", "message": "message", "done": "done", "rejected": "rejected"}
+)
+
+if TYPE_CHECKING:
+    Step: TypeAlias = ToolStep | LLMStep | PhaseStep | MessageStep | DoneStep | RejectedStep
+
+
+def make_step(
+    index: int,
+    kind: str,
+    *,
+    call: ToolCall | None = None,
+    result: ToolResult | None = None,
+    llm: LLMCall | None = None,
+    phase: str | None = None,
+    message: Message | None = None,
+    done: Done | None = None,
+    rejected: Rejected | None = None,
+    expect: StepExpect | None = None,
+    t: int | None = None,
+    line: int | None = None,
+    extensions: Mapping[str, Any] | None = None,
+    agent: str | None = None,
+    source: StepSource | None = None,
+) -> Step:
+    """A step of the kind named at run time, from the payload that kind needs (the others must be None).
+
+    For code that learns the kind from data (a recorder, a log importer); code that knows it builds the
+    kind's class (`ToolStep(index, call, result)`) directly.
+    """
+    payloads = {"llm": llm, "phase": phase, "message": message, "done": done, "rejected": rejected}
+    common: dict[str, Any] = {"expect": expect, "t": t, "line": line, "agent": agent, "source": source,
+                              "extensions": {} if extensions is None else extensions}
+    if kind == "tool":
+        extra = [k for k, v in payloads.items() if v is not None]
+        if call is None or extra:
+            raise TypeError(f"a tool step takes `call` (and `result`), not {', '.join(extra) or 'no call'}")
+        return ToolStep(index, call, result, **common)
+    cls = STEP_CLASSES.get(kind)
+    if cls is None:
+        raise ValueError(f"unknown step kind {kind!r}; expected one of {', '.join(STEP_KINDS)}")
+    name = _PAYLOAD[kind]
+    payload = payloads.pop(name)
+    extra = [k for k, v in (*payloads.items(), ("call", call), ("result", result)) if v is not None]
+    if payload is None or extra:
+        raise TypeError(f"a {kind} step takes `{name}`, not {', '.join(extra) or f'no {name}'}")
+    return cls(index, payload, **common)
+
+
+def _legacy_step(index: int, kind: str, call: ToolCall | None = None, result: ToolResult | None = None,
+                 llm: LLMCall | None = None, phase: str | None = None, message: Message | None = None,
+                 done: Done | None = None, expect: StepExpect | None = None, t: int | None = None,
+                 line: int | None = None, extensions: Mapping[str, Any] | None = None,
+                 rejected: Rejected | None = None, agent: str | None = None,
+                 source: StepSource | None = None) -> Step:
+    """`Step(...)` as the one-class constructor took it (positions included)."""
+    return make_step(index, kind, call=call, result=result, llm=llm, phase=phase, message=message, done=done,
+                     rejected=rejected, expect=expect, t=t, line=line, extensions=extensions, agent=agent,
+                     source=source)
+
+
+# `Step` at run time: a class object for which `isinstance(x, Step)` holds for a step of any kind and whose call
+# `Step(index, kind, ...)` (the constructor of the one class steps were before they were typed) builds the class
+# of `kind`; mypy sees the union above. Made with `type()` and bound through globals() because mypyc compiles
+# this module: it compiles no `class ...(type)` statement, and no code in the runtime branch of TYPE_CHECKING.
+_StepUnion = type("_StepUnion", (type,), {
+    "__call__": staticmethod(_legacy_step),
+    "__instancecheck__": staticmethod(lambda obj: isinstance(obj, _StepFields)),
+    "__subclasscheck__": staticmethod(lambda sub: issubclass(sub, _StepFields)),
+})
+globals()["Step"] = _StepUnion("Step", (), {
+    "__slots__": (), "__module__": __name__,
+    "__doc__": "One event of a trace: a ToolStep, LLMStep, PhaseStep, MessageStep, DoneStep or RejectedStep, as "
+               "its `kind` says.",
+})
 
 
 @final
