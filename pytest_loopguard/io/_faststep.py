@@ -28,9 +28,9 @@ from ..core._model import (
     ToolCall,
     ToolResult,
     ToolStep,
-    _StepFields,
 )
 from ..core._safeload import parse_json, plain_value
+from ..core._steps import _StepFields
 from ..errors import TraceError
 from ._format import _step, _step_source, parse_step_expect
 
@@ -263,8 +263,8 @@ def _llm_step(raw: dict[str, Any], index: int) -> Step | None:
 # model (the optional mypyc build) has native classes, which have no slots to share: their own constructors
 # build them, and are fast there.
 _COMMON_FIELDS: Final = ("index", "expect", "t", "line", "extensions", "agent", "source")
-_TOOL_FIELDS: Final = ("call", "result")
-_LLM_STEP_FIELDS: Final = ("llm",)
+_TOOL_FIELDS: Final = ("call", "result", "kind")
+_LLM_STEP_FIELDS: Final = ("llm", "kind")
 _RESULT_FIELDS: Final = ("ok", "text", "error", "tokens", "bytes", "changed", "exit_code")
 _LLM_FIELDS: Final = ("input_tokens", "output_tokens", "error", "text")
 
@@ -293,12 +293,14 @@ _TwinBase: Any = _StepFields if _TWINS else object
 class _ToolStepTwin(_TwinBase):  # type: ignore[misc]  # an Any base: see above
     __slots__ = _TOOL_FIELDS
     __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__  # both, or CPython keeps the slow setattr slot of the frozen base
 
     def __init__(self, index: int, call: ToolCall, result: ToolResult | None, expect: StepExpect | None,
                  t: int | None, extensions: dict[str, Any], agent: str | None, source: StepSource | None) -> None:
         self.index = index
         self.call = call
         self.result = result
+        self.kind = "tool"
         self.expect = expect
         self.t = t
         self.line = None
@@ -310,11 +312,13 @@ class _ToolStepTwin(_TwinBase):  # type: ignore[misc]  # an Any base: see above
 class _LLMStepTwin(_TwinBase):  # type: ignore[misc]
     __slots__ = _LLM_STEP_FIELDS
     __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__  # both, or CPython keeps the slow setattr slot of the frozen base
 
     def __init__(self, index: int, llm: LLMCall, expect: StepExpect | None, t: int | None,
                  extensions: dict[str, Any], agent: str | None, source: StepSource | None) -> None:
         self.index = index
         self.llm = llm
+        self.kind = "llm"
         self.expect = expect
         self.t = t
         self.line = None

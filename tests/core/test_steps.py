@@ -69,8 +69,8 @@ def one_of_each() -> list[Step]:
 @pytest.mark.parametrize("kind", STEP_KINDS)
 def test_each_kind_has_its_own_class_whose_payload_is_required_and_never_none(kind: str) -> None:
     cls, required = PAYLOADS[kind]
-    assert STEP_CLASSES[kind] is cls and cls.kind == kind
     fields = {f.name: f for f in dataclasses.fields(cls)}
+    assert STEP_CLASSES[kind] is cls and fields["kind"].default == kind and not fields["kind"].init
     for name in required:
         assert fields[name].default is dataclasses.MISSING and fields[name].default_factory is dataclasses.MISSING
         assert "None" not in str(fields[name].type), (kind, name, fields[name].type)
@@ -188,10 +188,10 @@ def test_mypy_narrows_the_union_by_kind_and_types_other_payloads_as_optional(tmp
     ])
     notes = [line.split(": ", 2)[2] for line in out.splitlines() if ": note: Revealed type" in line]
     assert notes == [
-        'Revealed type is "pytest_loopguard.core._model.ToolCall | None"',  # on the union: optional
-        'Revealed type is "pytest_loopguard.core._model.ToolCall"',  # narrowed by the kind literal
-        'Revealed type is "pytest_loopguard.core._model.LLMCall"',
-        'Revealed type is "pytest_loopguard.core._model.ToolCall"',  # narrowed by match
+        'Revealed type is "pytest_loopguard.core._steps.ToolCall | None"',  # on the union: optional
+        'Revealed type is "pytest_loopguard.core._steps.ToolCall"',  # narrowed by the kind literal
+        'Revealed type is "pytest_loopguard.core._steps.LLMCall"',
+        'Revealed type is "pytest_loopguard.core._steps.ToolCall"',  # narrowed by match
         'Revealed type is "None"',  # no other kind has a call
     ], out
     errors = [line for line in out.splitlines() if ": error:" in line]
