@@ -15,9 +15,8 @@ PACKAGE = Path(__file__).parents[2] / "pytest_loopguard"
 # Each module of the replay core and its layer: a module may import its own layer and those below it.
 LAYERS: dict[str, int] = {
     # what engines may read: values, the conversation, tool tables, the run context and its turns
-    **dict.fromkeys(["core._identity", "core._steps", "core._model", "core._conversation", "core._classify",
-                     "core._targets", "core._runcontext", "core._limits", "core._shell", "errors",
-                     "core._safeload"], 0),
+    **dict.fromkeys(["core._identity", "core._model", "core._conversation", "core._classify", "core._targets",
+                     "core._runcontext", "core._limits", "core._shell", "errors", "core._safeload"], 0),
     # the engine contract
     **dict.fromkeys(["core.hookspecs", "engines.base", "engines.lru"], 1),
     # the engines
