@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from ._runcontext import RunContext, Turn
     from ._safeload import check_json_depth, parse_json, parse_yaml, plain_value, read_bytes, read_text
     from ._shell import Command, Effect
+    from ._steps import DoneStep, LLMStep, MessageStep, PhaseStep, RejectedStep, ToolStep, make_step
     from ._targets import CallTarget
     from .hookspecs import PROJECT, hookimpl, hookspec
 
@@ -94,16 +95,21 @@ __all__ = [
     "Command",
     "Deferred",
     "Done",
+    "DoneStep",
     "Effect",
     "Entry",
     "IdentityMode",
     "Kind",
     "LLMCall",
+    "LLMStep",
     "Message",
+    "MessageStep",
     "Mismatch",
     "Outcome",
+    "PhaseStep",
     "PromptView",
     "Rejected",
+    "RejectedStep",
     "ReplayResult",
     "Role",
     "RunContext",
@@ -116,6 +122,7 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "ToolRule",
+    "ToolStep",
     "Trace",
     "Transcript",
     "Turn",
@@ -133,6 +140,7 @@ __all__ = [
     "hookspec",
     "is_flat",
     "key_part",
+    "make_step",
     "ordered_js_json",
     "parse_json",
     "parse_rules",
@@ -158,6 +166,7 @@ __getattr__, __dir__ = exports(__name__, {
     "_runcontext": ("RunContext", "Turn"),
     "_safeload": ("check_json_depth", "parse_json", "parse_yaml", "plain_value", "read_bytes", "read_text"),
     "_shell": ("Command", "Effect"),
+    "_steps": ("DoneStep", "LLMStep", "MessageStep", "PhaseStep", "RejectedStep", "ToolStep", "make_step"),
     "_targets": ("CallTarget",),
     "hookspecs": ("PROJECT", "hookimpl", "hookspec"),
 })

@@ -143,6 +143,7 @@ SUBPACKAGES: dict[str, dict[str, str]] = {
         "_runcontext": "RunContext Turn",
         "_safeload": "check_json_depth parse_json parse_yaml plain_value read_bytes read_text",
         "_shell": "Command Effect",
+        "_steps": "DoneStep LLMStep MessageStep PhaseStep RejectedStep ToolStep make_step",
         "_targets": "CallTarget",
         "hookspecs": "PROJECT hookimpl hookspec",
     },
