@@ -1,7 +1,9 @@
 """The Guard: builds a policy's engines for one run, feeds them events, combines their verdicts.
 
 The Guard is the runtime library: a real agent calls it around each model call and tool call, replay
-calls it for each recorded step, and the simulator's agent loop calls it for each simulated one.
+calls it for each recorded step, and the simulator's agent loop calls it for each simulated one. Which
+implementations an event reaches is `_dispatch`'s to say; what is kept of each event for the prompt view,
+`_records`'.
 
     guard = Guard(resolve_policy("default"))
     guard.start_turn([call])
