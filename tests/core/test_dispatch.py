@@ -330,17 +330,13 @@ def assert_same_dispatch(policy: Policy, events: Sequence[tuple[Any, ...]], run:
     assert got_decisions == want_decisions
 
 
-def _policy(spec: str | dict[str, Any]) -> Policy:
-    return resolve_policy(spec)
-
-
 @pytest.mark.parametrize(("spec", "with_plugin"), [(spec, plugin) for _id, spec, plugin in CASES],
                          ids=[case_id for case_id, _spec, _plugin in CASES])
 @settings(max_examples=25)
 @given(events=EVENT_SEQUENCES, run=RUNS)
 def test_the_guard_calls_what_plain_pluggy_would(spec: str | dict[str, Any], with_plugin: bool,
                                                  events: list[tuple[Any, ...]], run: dict[str, Any]) -> None:
-    assert_same_dispatch(_policy(spec), events, run, with_plugin)
+    assert_same_dispatch(resolve_policy(spec), events, run, with_plugin)
 
 
 # ---- the check catches a broken dispatcher -------------------------------------------------------------------
@@ -364,8 +360,8 @@ BUSY_CASES: list[tuple[str | dict[str, Any], bool]] = [("default", False), (PLUG
 
 def test_the_busy_run_meets_every_engine_and_both_dispatches_agree() -> None:
     for spec, with_plugin in BUSY_CASES:
-        assert_same_dispatch(_policy(spec), BUSY, BUSY_RUN, with_plugin)
-    calls, *_ = dispatched(_policy(PLUGIN_POLICIES["plugin engine"]), BUSY, BUSY_RUN, False, reference=False)
+        assert_same_dispatch(resolve_policy(spec), BUSY, BUSY_RUN, with_plugin)
+    calls, *_ = dispatched(resolve_policy(PLUGIN_POLICIES["plugin engine"]), BUSY, BUSY_RUN, False, reference=False)
     answered = {c[0] for c in calls if c[3]}
     assert answered >= {*resolve_policy("default").engines, SearchBudget.name, Notes.name}
 
@@ -417,7 +413,7 @@ def test_the_check_fails_for_a_broken_dispatcher(monkeypatch: pytest.MonkeyPatch
     failures = 0
     for spec, with_plugin in BUSY_CASES:
         try:
-            assert_same_dispatch(_policy(spec), BUSY, BUSY_RUN, with_plugin)
+            assert_same_dispatch(resolve_policy(spec), BUSY, BUSY_RUN, with_plugin)
         except AssertionError:
             failures += 1
     assert failures
