@@ -1,9 +1,11 @@
 """The engine interface: pluggy hook specifications, the one place that says what an engine may do.
 
 An engine is an object whose methods are `@hookimpl`-decorated implementations of some of these hooks.
-The Guard builds fresh engine instances for every run and registers them on a per-run plugin manager,
-so an engine only ever sees one run. Verdict-returning hooks may return a `Verdict`, a list of them,
-or None; every verdict is kept and the step's action is the most severe one.
+The Guard builds fresh engine instances for every run, so an engine only ever sees one run, and calls
+them as pluggy calls a per-run plugin manager's plugins: same implementations, order, arguments and
+answers (`runtime/_dispatch.py` does it without a plugin manager when no plugin or pluggy mark needs one).
+Verdict-returning hooks may return a `Verdict`, a list of them, or None; every verdict is kept and the
+step's action is the most severe one.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ __all__ = ["PROJECT", "hookimpl", "hookspec"]
 PROJECT = "loopguard"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
-
 
 
 @hookspec

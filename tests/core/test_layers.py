@@ -183,7 +183,7 @@ def test_every_module_is_placed_in_a_layer() -> None:
 
 def test_no_import_climbs_the_layers() -> None:
     # it reads the imports it should: module level, inside a function, relative and absolute
-    assert ("pytest_loopguard.runtime._guard", "pytest_loopguard.engines") in IMPORTS
+    assert ("pytest_loopguard.runtime._dispatch", "pytest_loopguard.engines") in IMPORTS
     assert ("pytest_loopguard.io._runner", "loopguard_simulators.scenario") in IMPORTS  # inside a function
     assert ("pytest_loopguard.pytest.plugin", "pytest_loopguard.pytest._fixtures") in IMPORTS
     assert ("pytest_loopguard.report._document", "pytest_loopguard") in IMPORTS  # `from .. import __version__`

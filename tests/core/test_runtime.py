@@ -1,4 +1,4 @@
-"""The Guard (runtime.py): fresh engines per run, plugins through pluggy, decisions, the clock, turns."""
+"""The Guard (runtime/_guard.py): fresh engines per run, plugins through pluggy, decisions, the clock, turns."""
 
 from __future__ import annotations
 
@@ -289,11 +289,11 @@ class _Fresh(Engine):
 
 def test_an_engine_class_is_read_once_and_a_guard_without_plugins_builds_no_plugin_manager(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_loopguard.runtime import _guard as runtime
+    from pytest_loopguard.runtime import _dispatch
 
     read: list[type] = []
-    real = runtime._read_impls
-    monkeypatch.setattr(runtime, "_read_impls", lambda cls: read.append(cls) or real(cls))
+    real = _dispatch.read_impls
+    monkeypatch.setattr(_dispatch, "read_impls", lambda cls: read.append(cls) or real(cls))
     register_engine(_Fresh)
     guards = [Guard(Policy(f"fresh-{i}", {"test_fresh": EngineSettings()})) for i in range(3)]  # three plans
     assert read == [_Fresh]  # per class, not per policy or per Guard
