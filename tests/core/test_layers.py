@@ -24,7 +24,8 @@ LAYERS: dict[str, int] = {
                      "engines.budget", "engines.dedup", "engines.context", "engines.stuck_detector"], 2),
     "runtime._policy": 3,  # resolves engine names and checks their settings
     "runtime._guard": 4,
-    "runtime._replay": 5,
+    "runtime._protocol": 5,  # the run protocol: the order of the Guard's calls, how a run ends
+    "runtime._replay": 6,
 }
 
 

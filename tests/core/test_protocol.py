@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loopguard_simulators import AgentLoop, FakeLLM
 
+from loopguard_simulators import AgentLoop, FakeLLM
 from pytest_loopguard.core._classify import ToolRule
 from pytest_loopguard.core._model import (
     Done,
