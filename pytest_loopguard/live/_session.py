@@ -53,7 +53,7 @@ from ..errors import SessionError
 from ..io._format import ORIGIN_ROLES
 from ..runtime._guard import ALLOW, Clock, Decision, Guard
 from ..runtime._policy import resolve_policy
-from ..runtime._protocol import Run, turn_plan
+from ..runtime._protocol import ANSWER, ASK, Run, turn_plan
 from ._recorder import Recorder
 from ._redact import Redactor
 
@@ -235,7 +235,7 @@ class Session:
                                f"{', '.join(c.short() for c in self._announced)}")
         self._mode = "model"
         t = self._tick()
-        verdicts = self._run.model_call(LLMCall(input_tokens=prompt_tokens))
+        verdicts = self._run.model(LLMCall(input_tokens=prompt_tokens), (), None, ASK)
         self._llm = (t, prompt_tokens, verdicts)
         return _decision(verdicts)
 
@@ -257,7 +257,7 @@ class Session:
         # calls a verdict on the call itself failed the run before are announced all the same: the recording's
         # turn has the calls the response asked for (none of them reached)
         self._announced = list(calls)
-        verdicts = self._run.model_result(recorded, [self._guarded(c) for c in calls], len(self._steps), asked)
+        verdicts = self._run.model(recorded, [self._guarded(c) for c in calls], len(self._steps), ANSWER, asked)
         extra = {"x-input_tokens": llm.input_tokens} if llm.input_tokens not in (None, prompt_tokens) else {}
         self._write(verdicts, "llm", llm=recorded, t=t, extensions=extra)
         return Decision(combine(verdicts), verdicts)

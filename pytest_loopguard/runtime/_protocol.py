@@ -53,9 +53,18 @@ from ..core._model import (
 )
 from ._guard import Decision, Guard
 
-__all__ = ["Run", "turn_plan"]
+__all__ = ["AFTER", "ANSWER", "ASK", "BEFORE", "WHOLE", "Run", "turn_plan"]
 
 _CHANGED: Final = ToolResult(changed=True)
+
+# The stages of a model call and of a tool call: a live driver feeds the first, lets the model answer or the
+# call run, then feeds the second; a recorded step is fed whole. One method per event keeps its order in one
+# place, and a recorded step costs one call.
+ASK: Final = 1
+ANSWER: Final = 2
+BEFORE: Final = 1
+AFTER: Final = 2
+WHOLE: Final = 3
 
 
 def turn_plan(steps: Sequence[Step], *, has_llm: bool | None = None) -> dict[int, tuple[ToolCall, ...]]:
@@ -114,17 +123,18 @@ class Run:
         self._opened: tuple[Verdict, ...] = ()  # verdicts of the turn the call in flight opened
 
     # ---- model calls ----------------------------------------------------------------------------------
-    def model_call(self, llm: LLMCall) -> tuple[Verdict, ...]:
-        """Before a model call: the last turn ends, and the policy may compact the prompt view."""
+    def model(self, llm: LLMCall, calls: Sequence[ToolCall], index: int | None, stage: int = WHOLE,
+              asked: tuple[Verdict, ...] = ()) -> tuple[Verdict, ...]:
+        """A model call's events. ASK: the last turn ends and the policy may compact the prompt view (before the
+        call; its verdicts). ANSWER: the model's answer and the calls it asks for, which start a turn unless
+        the call failed or a verdict on it (`asked`: ASK's) fails the run (the step's verdicts). WHOLE: both,
+        for a recorded model call."""
         guard = self.guard
-        guard.end_turn()
-        return guard.before_llm(llm).verdicts
-
-    def model_result(self, llm: LLMCall, calls: Sequence[ToolCall], index: int | None,
-                     asked: tuple[Verdict, ...] = ()) -> tuple[Verdict, ...]:
-        """The model's answer and the calls it asks for: they start a turn unless the model call failed or
-        a verdict on it (`asked`: those of `model_call`) fails the run. The step's verdicts."""
-        guard = self.guard
+        if stage & 1:  # ASK (literals: cheaper than the names, on every recorded step)
+            guard.end_turn()
+            asked = guard.before_llm(llm).verdicts
+            if not stage & 2:  # not ANSWER
+                return asked
         verdicts = asked + guard.llm_result(llm).verdicts if asked else guard.llm_result(llm).verdicts
         if llm.error is None and combine(verdicts) != "fail":
             verdicts += guard.start_turn(calls, llm).verdicts
@@ -132,7 +142,7 @@ class Run:
 
     def model_refused(self, llm: LLMCall, refused: Rejected, index: int | None,
                       asked: tuple[Verdict, ...] = ()) -> tuple[Verdict, ...]:
-        """The model's answer (`llm`, after `model_call`) was refused by the harness: a turn with no call."""
+        """The model's answer (`llm`, after `model(..., ASK)`) was refused by the harness: a turn with no call."""
         guard = self.guard
         verdicts = asked + guard.llm_result(llm).verdicts + guard.rejected(refused).verdicts
         return self._ends(verdicts, index) if verdicts else verdicts
@@ -143,36 +153,36 @@ class Run:
         return self._ends(verdicts, index) if verdicts else verdicts
 
     # ---- tool calls -----------------------------------------------------------------------------------
-    def before_call(self, call: ToolCall, changed: bool, opens: Sequence[ToolCall] | None,
-                    index: int | None) -> Decision:
-        """Before a call runs (it runs when the decision is allow or warn). `changed`: its file changed outside
-        the agent; `opens`: the calls of the turn this call starts (None: it is in the current turn)."""
+    def call(self, call: ToolCall, changed: bool, opens: Sequence[ToolCall] | None, result: ToolResult | None,
+             index: int | None, stage: int = WHOLE) -> tuple[Verdict, ...]:
+        """A tool call's events. BEFORE: up to the decision whether it runs (allow or warn: see `before`);
+        `changed`: its file changed outside the agent; `opens`: the calls of the turn it starts (None: it is
+        in the current turn). AFTER: what it gave (`result`), fed only if it ran; a call of kind `done` that
+        ran completes the run. WHOLE: both, for a recorded call. The verdicts so far (the step's after AFTER)."""
         guard = self.guard
-        opened: tuple[Verdict, ...] = ()
-        if opens is not None:
-            guard.end_turn()
-            opened = guard.start_turn(opens).verdicts
-            if opened and combine(opened) in ("stop", "fail"):
-                self._opened = self._ends(opened, index)
-                self.before = None  # the run ended before the call: it never reaches the engines
-                return Decision(combine(opened), opened)
-        self._opened = opened
-        before = self.before = guard.before_call(call, _CHANGED if changed else None)
-        if opened:
-            verdicts = opened + before.verdicts
-            return Decision(combine(verdicts), verdicts)
-        return before
-
-    def after_call(self, call: ToolCall, result: ToolResult | None, index: int | None) -> tuple[Verdict, ...]:
-        """What the call gave: fed to the engines only if the call ran (else it was blocked). A call of kind
-        `done` that ran completes the run. The step's verdicts."""
-        before = self.before
-        if before is None:  # the turn's start ended the run: the call never ran
-            return self._opened
+        if stage & 1:  # BEFORE
+            opened: tuple[Verdict, ...] = ()
+            if opens is not None:
+                guard.end_turn()
+                opened = guard.start_turn(opens).verdicts
+                if opened and combine(opened) in ("stop", "fail"):
+                    self.before = None  # the run ended before the call: it never reaches the engines
+                    self._opened = opened
+                    return self._ends(opened, index)
+            before = guard.before_call(call, _CHANGED if changed else None)
+            if not stage & 2:  # not AFTER
+                self.before = before
+                self._opened = opened
+                return opened + before.verdicts if opened else before.verdicts
+        else:
+            opened = self._opened
+            maybe = self.before
+            if maybe is None:  # the turn's start ended the run: the call never ran
+                return opened
+            before = maybe
         action = before.action
         ran = action == "allow" or action == "warn"
-        verdicts = self.guard.after_call(call, (result or OK) if ran else None, before).verdicts
-        opened = self._opened
+        verdicts = guard.after_call(call, (result or OK) if ran else None, before).verdicts
         if opened:
             verdicts = opened + verdicts
         if verdicts:
@@ -180,6 +190,19 @@ class Run:
         if ran and self.outcome is None and self._kind_of(call) == "done":
             self.outcome = "completed"
         return verdicts
+
+    def before_call(self, call: ToolCall, changed: bool, opens: Sequence[ToolCall] | None,
+                    index: int | None) -> Decision:
+        """`call`'s BEFORE stage as a decision (what a live agent is told before it runs the call)."""
+        verdicts = self.call(call, changed, opens, None, index, BEFORE)
+        before = self.before
+        if before is not None and not self._opened:
+            return before
+        return Decision(combine(verdicts), verdicts)
+
+    def after_call(self, call: ToolCall, result: ToolResult | None, index: int | None) -> tuple[Verdict, ...]:
+        """`call`'s AFTER stage: the step's verdicts."""
+        return self.call(call, False, None, result, index, AFTER)
 
     # ---- other events ---------------------------------------------------------------------------------
     def message(self, message: Message, index: int | None) -> tuple[Verdict, ...]:
@@ -213,14 +236,12 @@ class Run:
             call = step.call
             assert call is not None
             recorded = step.result
-            index = step.index
             # engines learn only what is known before a call runs: whether the file changed outside
-            self.before_call(call, recorded is not None and recorded.changed, calls, index)
-            return self.after_call(call, recorded, index)
+            return self.call(call, recorded is not None and recorded.changed, calls, recorded, step.index)
         if kind == "llm":
             llm = step.llm
             assert llm is not None
-            return self.model_result(llm, calls or (), step.index, self.model_call(llm))
+            return self.model(llm, calls or (), step.index)
         if kind == "phase":
             assert step.phase is not None
             return self.phase(step.phase, step.index)
@@ -232,6 +253,44 @@ class Run:
             return self.rejected(step.rejected, step.index)
         assert step.done is not None
         return self.done(step.done, step.index)
+
+    def feed_all(self, steps: Sequence[Step]) -> tuple[list[str], dict[int, tuple[Verdict, ...]]]:
+        """Feed a loaded trace's steps until the run ends: each step's action (`not_reached` once it has ended)
+        and, by position, the verdicts of the steps that have any. Each step is `feed`'s, with its two
+        commonest kinds dispatched here, so that a replay costs no call per step beyond the protocol's."""
+        planned = turn_plan(steps).get
+        actions: list[str] = []
+        record = actions.append
+        verdicts: dict[int, tuple[Verdict, ...]] = {}
+        clock = self._clock
+        tool_call, model_call, feed = self.call, self.model, self.feed
+        for i, step in enumerate(steps):
+            kind = step.kind
+            if kind == "tool" or kind == "llm":
+                t = step.t
+                if t is not None and t > clock.now_ms:
+                    clock.now_ms = t
+                index = step.index
+                if kind == "tool":
+                    call = step.call
+                    assert call is not None
+                    recorded = step.result
+                    got = tool_call(call, recorded is not None and recorded.changed, planned(index), recorded, index)
+                else:
+                    llm = step.llm
+                    assert llm is not None
+                    got = model_call(llm, planned(index) or (), index)
+            else:
+                got = feed(step, planned(step.index))
+            if got:
+                verdicts[i] = got
+                record(combine(got))
+            else:
+                record("allow")
+            if self.outcome is not None:
+                break
+        actions += ["not_reached"] * (len(steps) - len(actions))
+        return actions, verdicts
 
     # ---- the end --------------------------------------------------------------------------------------
     def give_up(self) -> None:

@@ -36,23 +36,7 @@ def replay(trace: Trace, policy: Any = None, *, plugins: Sequence[object] = ()) 
     resolved, policy_name = policy_for(trace, policy)
     replayer = Replayer(trace, resolved, trace.objective, plugins=plugins)
     run = replayer.run
-    steps = trace.steps
-    planned = turn_plan(steps).get
-    advance = run.feed
-    # per step only its action, and verdicts where there are any: the result builds StepResults on demand
-    actions: list[str] = []
-    record = actions.append
-    verdicts: dict[int, tuple[Verdict, ...]] = {}
-    for i, step in enumerate(steps):
-        got = advance(step, planned(step.index))
-        if got:
-            verdicts[i] = got
-            record(combine(got))
-        else:
-            record("allow")
-        if run.outcome is not None:
-            break
-    actions += ["not_reached"] * (len(steps) - len(actions))
+    actions, verdicts = run.feed_all(trace.steps)
     outcome = replayer.finish()
     return ReplayResult.of_actions(trace, policy_name, outcome, run.stopped_at, run.stopped_by, actions,
                                    verdicts)

@@ -3,7 +3,7 @@
 It feeds its events to the run protocol (`pytest_loopguard.runtime._protocol.Run`), the same object replay feeds
 the recorded steps to, so that the recorded trace replays to the same verdicts and outcome:
 
-    per model call: Run.model_call; model.respond(view); Run.model_result(llm, calls)
+    per model call: Run.model(ASK); model.respond(view); Run.model(llm, calls, ANSWER)
         retry / compact_retry -> call the model again (same turn); fail -> outcome failed
         success -> per call: Run.before_call; execute when it runs; Run.after_call
 
@@ -38,7 +38,7 @@ from pytest_loopguard.core._model import (
 )
 from pytest_loopguard.runtime._guard import Clock, Guard
 from pytest_loopguard.runtime._policy import Policy, resolve_policy
-from pytest_loopguard.runtime._protocol import Run
+from pytest_loopguard.runtime._protocol import ANSWER, ASK, Run
 
 from .protocols import Model, ProviderError, ToolExecutor
 
@@ -136,7 +136,7 @@ class AgentLoop:
         guard, clock, protocol = run.guard, self.clock, run.protocol
         while True:
             t = clock.now_ms
-            asked = protocol.model_call(LLMCall())
+            asked = protocol.model(LLMCall(), (), None, ASK)
             view = guard.run.view
             input_tokens = view.tokens()
             run.model_calls += 1
@@ -147,7 +147,7 @@ class AgentLoop:
                 reply = None
                 llm = LLMCall(input_tokens, None, exc.message)
             index = len(run.steps)
-            verdicts = protocol.model_result(llm, reply.calls if reply is not None else (), index, asked)
+            verdicts = protocol.model(llm, reply.calls if reply is not None else (), index, ANSWER, asked)
             action = run.record(Step(index, "llm", llm=llm, t=t), verdicts)
             clock.advance(self.llm_latency_ms)
             if protocol.outcome is not None:

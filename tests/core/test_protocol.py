@@ -36,7 +36,7 @@ from pytest_loopguard.io._stream import replay_jsonl
 from pytest_loopguard.live._session import Session
 from pytest_loopguard.runtime._guard import Guard
 from pytest_loopguard.runtime._policy import Policy
-from pytest_loopguard.runtime._protocol import Run, turn_plan
+from pytest_loopguard.runtime._protocol import ASK, Run, turn_plan
 from pytest_loopguard.runtime._replay import replay
 
 LOG: list[tuple[Any, ...]] = []
@@ -267,7 +267,7 @@ def test_a_recorded_trace_groups_its_calls_into_turns() -> None:
 
 def test_a_refused_answer_after_a_model_call_is_its_result_then_the_refusal() -> None:
     run = Run(Guard(policy(("llm_result", None, "warn"))))
-    asked = run.model_call(LLMCall(input_tokens=5))
+    asked = run.model(LLMCall(input_tokens=5), (), None, ASK)
     verdicts = run.model_refused(LLMCall(5, 2), Rejected("no call"), 0, asked)
     assert LOG == [("before_llm",), ("llm_result", False), ("rejected", "no call")]
     assert [v.action for v in verdicts] == ["warn"] and run.outcome is None
@@ -291,7 +291,7 @@ def test_a_blocked_done_call_does_not_complete_the_run() -> None:
 
 def test_the_end_of_the_events_ends_the_turn_and_says_whether_the_turns_ran_out() -> None:
     run = Run(Guard(policy()))
-    run.model_result(LLMCall(), [call("a")], 0, run.model_call(LLMCall()))
+    run.model(LLMCall(), [call("a")], 0)
     run.close()
     assert LOG[-1] == ("turn_end",) and run.outcome is None
     assert (run.final(None), run.final(2), run.final(1)) == ("incomplete", "incomplete", "exhausted")
@@ -300,6 +300,6 @@ def test_the_end_of_the_events_ends_the_turn_and_says_whether_the_turns_ran_out(
 
 def test_a_driver_that_gives_up_ends_the_run_incomplete_and_no_turn_end_follows() -> None:
     run = Run(Guard(policy()))
-    run.model_result(LLMCall(), [call("a")], 0, run.model_call(LLMCall()))
-    run.give_up()
+    run.model(LLMCall(), [call("a")], 0)
+    run.give_up()  # e.g. an error nothing retries: a used-up turn limit does not make it exhausted
     assert run.finish(1) == "incomplete" and LOG[-1] == ("turn_start", ("a",))
