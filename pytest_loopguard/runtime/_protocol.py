@@ -1,32 +1,37 @@
 """The run protocol: the one state machine that feeds a run's events to the Guard in order and decides how it ends.
 
-Every driver of a run is a thin adapter over `Run`: replay and the streaming replay feed recorded steps
-(`Run.feed`), the live `Session` and the simulator's agent loop feed events as they happen (the methods
-below), so a run gives the same verdicts and outcome whoever drives it. Each method is one step's part of
-the run and calls the Guard in the protocol's order (the `op` names are those of docs PROTOCOL, version 1):
+Every driver of a run is a thin adapter over `Run`: replay (`feed_all`) and the streaming replay (`feed`) give
+it recorded steps, the live `Session` and the simulator's agent loop give it events as they happen, in two
+stages where the agent acts in between (the model answers; the call runs). So a run gets the same verdicts
+and outcome whoever drives it. The Guard is called in this order (the names on the right are the `op`s of
+the guard protocol over a pipe, version 1; one `Run` method per step kind):
 
-    model call      model_call(llm)                  turn_end · before_llm
-                      (the agent calls the model)
-                    model_result(llm, calls, i)      llm_result · turn_start(calls, llm)  unless the model
-                                                     call failed or a verdict so far is `fail`
-                    model_refused(llm, refused, i)   llm_result · rejected      (a refused answer)
-    refused turn    rejected(refused, i)             rejected   (the Guard ends the turn first)
-    tool call       before_call(call, changed,       [turn_end · turn_start([calls])  when the call opens
-                                opens, i)             a turn: a trace or session without model calls]
-                                                     before_call      — a turn start that stops or
-                                                                        fails the run skips the call
-                      (the call runs only when allowed or warned)
-                    after_call(call, result, i)      after_call(result, or null when it did not run)
-    message         message(msg, i)                  message
-    phase           phase(p, i)                      phase
-    final answer    done(done, i)                    done
-    end of events   finish(max_turns)                turn_end   (unless the run already ended)
+    step kind    Run method (stage)                 Guard calls, in order
+    ---------    ------------------                 ---------------------
+    llm          model(llm, calls, i)    ASK        turn_end · before_llm
+                    (the agent calls the model)
+                                         ANSWER     llm_result · turn_start(calls, llm) — unless the model call
+                                                    failed or a verdict so far is `fail`
+    rejected     model_refused(...)   after ASK     llm_result · rejected
+                 rejected(refused, i)               rejected (the Guard ends the turn, and feeds the usage
+                                                    as before_llm · llm_result, first)
+    tool         call(call, changed, opens, ..)
+                                         BEFORE     [turn_end · turn_start([calls]) — when the call opens a
+                                                    turn: no model calls reported] · before_call — a turn
+                                                    start that stops or fails the run skips the rest
+                    (the call runs only when allowed or warned)
+                                         AFTER      after_call(result; null and blocked when it did not run)
+    message      message(msg, i)                    message
+    phase        phase(p, i)                        phase
+    done         done(done, i)                      done
+    (the end)    finish(max_turns) / close()        turn_end — unless the run already ended
 
-Verdicts land on the step `i` whose events drew them. A step whose combined action is `stop` or `fail`
-ends the run there (`stopped` — `exhausted` when the verdict says so — or `failed`; `stopped_at`,
-`stopped_by`); a `done` step, or a call of kind `done` that ran, completes it unless a verdict on it
-ended the run first; a run whose events run out is `exhausted` when it used every turn of its limit,
-else `incomplete`. Once it has ended nothing more is fed: later steps are not reached.
+A recorded step is fed WHOLE (both stages at once). Verdicts land on the step `i` whose events drew them. A
+step whose combined action is `stop` or `fail` ends the run there: `stopped` (`exhausted` when the verdict
+says so) or `failed`, with `stopped_at` / `stopped_by`; a `done` step, or a call of kind `done` that ran,
+completes it unless a verdict on it ended the run first; a driver may give up (`incomplete`); a run whose
+events run out is `exhausted` when it used every turn of its limit, else `incomplete`. Once the run has
+ended nothing more is fed: later steps are not reached.
 
 A recorded trace groups its calls into turns by `turn_plan`: a model call's turn holds the tool steps up
 to the next one; a trace without model calls has one turn per call.
