@@ -3,7 +3,7 @@ counted as they go, so memory stays flat however long the trace (`loopguard run`
 
 A turn's calls are known only when its last call is read, so the stream holds one stretch of steps (from
 one `llm` step to the next) at a time; tool steps before the first `llm` step are held until an `llm`
-step says how they group (see `replay.turn_plan`), or until a first read of the file finds it holds none
+step says how they group (see `_protocol.turn_plan`), or until a first read of the file finds it holds none
 (`_planned`). A trace whose objective is not in its header (the first user message) is read twice: once
 to find that message, once to replay.
 
@@ -24,7 +24,8 @@ from ..core._expect import Mismatch, check_reached, check_run
 from ..core._model import ReplayResult, Step, StepResult, ToolCall
 from ..errors import TraceError
 from ..runtime._policy import Policy
-from ..runtime._replay import Replayer, policy_for, turn_plan
+from ..runtime._protocol import Run, turn_plan
+from ..runtime._replay import Replayer, policy_for
 from . import _jsonl
 
 __all__ = ["StreamedRun", "replay_jsonl"]
@@ -43,8 +44,7 @@ class StreamedRun:
 
 _HOLD = 4096  # steps held before the first llm step, at most, unless the file holds an llm step after them
 
-def _planned(steps: Iterator[Step], replayer: Replayer,
-             path: str) -> Iterator[tuple[Step, tuple[ToolCall, ...] | None]]:
+def _planned(steps: Iterator[Step], run: Run, path: str) -> Iterator[tuple[Step, tuple[ToolCall, ...] | None]]:
     """Each step with the calls of the turn it starts, holding one stretch (llm step to llm step) at a time.
     Stops once the run has ended: no later step needs its turn's calls (each is `not_reached`), and the
     caller reads the rest of `steps` itself.
@@ -68,14 +68,14 @@ def _planned(steps: Iterator[Step], replayer: Replayer,
             for done in held:
                 yield done, plan(done.index)
             held = []
-            if replayer.outcome is not None:
+            if run.outcome is not None:
                 return
             continue
         if held:
             plan = turn_plan(held, has_llm=True).get  # an llm step follows, so the trace has one
             for done in held:
                 yield done, plan(done.index)
-            if replayer.outcome is not None:
+            if run.outcome is not None:
                 yield step, None
                 return
         has_llm = True
@@ -121,9 +121,10 @@ def replay_jsonl(
                 if m is not None:
                     mismatches.append(m)
 
-            advance = replayer.advance
-            for step, calls in _planned(steps, replayer, name):
-                if on_step is None and step.expect is None and replayer.outcome is None:
+            run = replayer.run  # the run protocol: the Guard's calls and the outcome
+            advance = run.feed
+            for step, calls in _planned(steps, run, name):
+                if on_step is None and step.expect is None and run.outcome is None:
                     # nothing reads this step's result (most steps of a long run): its action is counted as
                     # the full replay does, a StepResult built only for a step that is not allowed (strict
                     # checks those)
@@ -149,7 +150,7 @@ def replay_jsonl(
         raise TraceError(f"cannot read: {exc.strerror}", file=name) from None
     if torn:
         header = dataclasses.replace(header, warnings=tuple(torn))
-    result = ReplayResult(header, policy_name, outcome, replayer.stopped_at, replayer.stopped_by, (),
+    result = ReplayResult(header, policy_name, outcome, run.stopped_at, run.stopped_by, (),
                           step_counts=counts)
     if header.expect is not None:
         mismatches.extend(check_run(header.expect, result))

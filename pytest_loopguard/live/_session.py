@@ -15,9 +15,11 @@
                 reply = session.after_call(call, result)
                 send(reply.content)                    # the result with warnings, or the block as an error
 
-The session calls the Guard exactly as `replay` does for the steps it records, so the recording replays
-to the verdicts the live run was given. That needs the events in replay's order: a model response
-announces its calls (`llm_result(llm, calls)`) and each is then reported in turn, before and after.
+The session feeds its events to the run protocol (`runtime._protocol.Run`), the one object that also
+replays the steps it records, so the recording replays to the verdicts the live run was given. That needs
+the events in replay's order: a model response announces its calls (`llm_result(llm, calls)`) and each is
+then reported in turn, before and after. What is left here is the live API's own: checking the agent
+reports events in that order, redaction, the time source and the recording.
 """
 
 from __future__ import annotations
@@ -44,21 +46,22 @@ from ..core._model import (
     Task,
     ToolCall,
     ToolResult,
+    ToolStep,
     Verdict,
     combine,
+    make_step,
 )
 from ..errors import SessionError
 from ..io._format import ORIGIN_ROLES
-from ..runtime._guard import Clock, Decision, Guard
+from ..runtime._guard import ALLOW, Clock, Decision, Guard
 from ..runtime._policy import resolve_policy
-from ..runtime._replay import turn_plan
+from ..runtime._protocol import ANSWER, ASK, Run, turn_plan
 from ._recorder import Recorder
 from ._redact import Redactor
 
 __all__ = ["Session", "ToolReply", "monotonic_ms"]
 
 _CHANGED = ToolResult(changed=True)
-_OK = ToolResult()
 
 
 def monotonic_ms() -> int:
@@ -88,13 +91,11 @@ class ToolReply:
 @final
 @dataclass(slots=True)
 class _Pending:
-    """A call between before_call and after_call."""
+    """A call between before_call and after_call (its verdicts so far are the run protocol's)."""
 
     call: ToolCall  # as the agent gave it
     guarded: ToolCall  # as the engines and the recording see it (redacted)
     t: int | None
-    opened: tuple[Verdict, ...]  # verdicts of the turn it opened (calls-only sessions)
-    before: Decision | None  # None: the turn's start ended the run, the call was never put to the engines
     changed: bool
 
 
@@ -152,13 +153,11 @@ class Session:
         self._now = now_ms
         self._t0 = now_ms() if now_ms is not None else 0
         self._steps: list[StepResult] = []
+        self._run = Run(self.guard)  # the run protocol: the Guard's calls in order, and how the run ends
         self._mode: Literal["calls", "model"] | None = None  # how turns start, fixed by the first call event
         self._announced: list[ToolCall] = []  # calls of the current response not reported yet (as given)
         self._pending: _Pending | None = None
         self._llm: tuple[int | None, int | None, tuple[Verdict, ...]] | None = None  # t, prompt tokens, verdicts
-        self._ended: Outcome | None = None
-        self.stopped_at: int | None = None
-        self.stopped_by: str | None = None
         self._closed = False
         self._fed_t: int | None = None  # a fed step's recorded time stands in for the time source
 
@@ -171,14 +170,23 @@ class Session:
     @property
     def ended(self) -> bool:
         """Whether the run is over: stopped, failed or completed (nothing more may be reported)."""
-        return self._ended is not None
+        return self._run.outcome is not None
 
     @property
     def outcome(self) -> Outcome | None:
         """completed / stopped / failed / exhausted once the run ended; after `close`, also incomplete."""
-        if self._ended is not None or not self._closed:
-            return self._ended
-        return "exhausted" if self.max_turns is not None and self.guard.run.turns >= self.max_turns else "incomplete"
+        run = self._run
+        return run.outcome if run.outcome is not None or not self._closed else run.final(self.max_turns)
+
+    @property
+    def stopped_at(self) -> int | None:
+        """The step whose verdicts stopped or failed the run."""
+        return self._run.stopped_at
+
+    @property
+    def stopped_by(self) -> str | None:
+        """The engine whose verdict stopped or failed the run."""
+        return self._run.stopped_by
 
     # ---- messages and phases --------------------------------------------------------------------------
     def message(
@@ -199,18 +207,18 @@ class Session:
         t = self._tick()
         if msg.from_user and not self.guard.run.objective:
             self.guard.run.objective = msg.text  # replay takes the first person's message as the objective
-        d = self.guard.message(msg)
-        self._write(d.verdicts, "message", message=msg, t=t)
-        return d
+        verdicts = self._run.message(msg, len(self._steps))
+        self._write(verdicts, "message", message=msg, t=t)
+        return _decision(verdicts)
 
     def phase(self, phase: str) -> Decision:
         if phase not in PHASES:
             raise ValueError(f"unknown phase {phase!r}; expected one of {', '.join(PHASES)}")
         self._check("phase")
         t = self._tick()
-        d = self.guard.phase(phase)
-        self._write(d.verdicts, "phase", phase=phase, t=t)
-        return d
+        verdicts = self._run.phase(phase, len(self._steps))
+        self._write(verdicts, "phase", phase=phase, t=t)
+        return _decision(verdicts)
 
     # ---- model calls ----------------------------------------------------------------------------------
     def before_llm(self, prompt_tokens: int | None = None) -> Decision:
@@ -229,10 +237,9 @@ class Session:
                                f"{', '.join(c.short() for c in self._announced)}")
         self._mode = "model"
         t = self._tick()
-        self.guard.end_turn()
-        d = self.guard.before_llm(LLMCall(input_tokens=prompt_tokens))
-        self._llm = (t, prompt_tokens, d.verdicts)
-        return d
+        verdicts = self._run.model(LLMCall(input_tokens=prompt_tokens), (), None, ASK)
+        self._llm = (t, prompt_tokens, verdicts)
+        return _decision(verdicts)
 
     def llm_result(self, llm: LLMCall, calls: Iterable[ToolCall] = ()) -> Decision:
         """The model's answer (usage, text, or the provider's error) and the calls it asks for.
@@ -243,16 +250,16 @@ class Session:
         if self._llm is None:
             self.before_llm(llm.input_tokens)
         assert self._llm is not None
-        t, prompt_tokens, verdicts = self._llm
+        t, prompt_tokens, asked = self._llm
         self._llm = None
         recorded = LLMCall(prompt_tokens, llm.output_tokens, self._opt_text(llm.error), self._opt_text(llm.text))
-        verdicts += self.guard.llm_result(recorded).verdicts
         calls = tuple(calls)
-        if not recorded.failed and combine(verdicts) != "fail":
-            verdicts += self.guard.start_turn([self._guarded(c) for c in calls], recorded).verdicts
-            self._announced = list(calls)
-        elif calls:
+        if recorded.failed and calls:
             raise SessionError("a failed model call asks for no tool calls")
+        # calls a verdict on the call itself failed the run before are announced all the same: the recording's
+        # turn has the calls the response asked for (none of them reached)
+        self._announced = list(calls)
+        verdicts = self._run.model(recorded, [self._guarded(c) for c in calls], len(self._steps), ANSWER, asked)
         extra = {"x-input_tokens": llm.input_tokens} if llm.input_tokens not in (None, prompt_tokens) else {}
         self._write(verdicts, "llm", llm=recorded, t=t, extensions=extra)
         return Decision(combine(verdicts), verdicts)
@@ -265,12 +272,11 @@ class Session:
         if self._llm is not None:
             # before_llm already ran for this response: report its usage as the model call's result, so
             # the recording's `rejected.llm` replays through the same hooks in the same order
-            t, prompt_tokens, verdicts = self._llm
+            t, prompt_tokens, asked = self._llm
             self._llm = None
             answered = LLMCall(prompt_tokens, llm.output_tokens if llm is not None else None)
-            verdicts += self.guard.llm_result(answered).verdicts
             refused = Rejected(reason, self._opt_text(text), None)
-            verdicts += self.guard.rejected(refused).verdicts
+            verdicts = self._run.model_refused(answered, refused, len(self._steps), asked)
             refused = Rejected(reason, refused.text, answered)
         else:
             self._check("rejected")
@@ -280,7 +286,7 @@ class Session:
             t = self._tick()
             usage = LLMCall(llm.input_tokens, llm.output_tokens) if llm is not None else None
             refused = Rejected(reason, self._opt_text(text), usage)
-            verdicts = self.guard.rejected(refused).verdicts
+            verdicts = self._run.rejected(refused, len(self._steps))
         self._write(verdicts, "rejected", rejected=refused, t=t)
         return Decision(combine(verdicts), verdicts)
 
@@ -293,21 +299,17 @@ class Session:
             self._mode = "calls"  # no model calls reported: every call is a turn of its own, as in replay
         t = self._tick()
         guarded = self._guarded(call)
-        opened: tuple[Verdict, ...] = ()
+        opens: tuple[ToolCall, ...] | None = None
         if self._mode == "calls":
-            self.guard.end_turn()
-            opened = self.guard.start_turn([guarded]).verdicts
+            opens = (guarded,)  # every call a turn of its own
         elif not self._announced or self._announced[0] != call:
             expected = self._announced[0].short() if self._announced else "a model call first (before_llm)"
             raise SessionError(f"call {call.short()} was not announced by the model's response; expected {expected}")
         else:
             self._announced.pop(0)
-        if _ends(opened):
-            self._pending = _Pending(call, guarded, t, opened, None, changed)
-            return Decision(combine(opened), opened)
-        before = self.guard.before_call(guarded, _CHANGED if changed else None)
-        self._pending = _Pending(call, guarded, t, opened, before, changed)
-        return Decision(combine(opened + before.verdicts), opened + before.verdicts) if opened else before
+        decision = self._run.before_call(guarded, changed, opens, len(self._steps))
+        self._pending = _Pending(call, guarded, t, changed)
+        return decision
 
     def after_call(self, call: ToolCall, result: ToolResult | str | None = None) -> ToolReply:
         """What the call gave (a ToolResult, its text, or None when it did not run), and what to send back."""
@@ -316,11 +318,14 @@ class Session:
             raise SessionError(f"after_call for {call.short()} without its before_call")
         self._pending = None
         guarded = pending.guarded
-        if pending.before is None:  # the turn's start stopped the run: the call never reached the engines
-            decision = Decision(combine(pending.opened), pending.opened)
-            self._write(pending.opened, "tool", call=guarded, t=pending.t)
+        run = self._run
+        before = run.before
+        if before is None:  # the turn's start stopped the run: the call never reached the engines
+            verdicts = run.after_call(guarded, None, len(self._steps))
+            decision = Decision(combine(verdicts), verdicts)
+            self._write(verdicts, "tool", call=guarded, t=pending.t)
             return ToolReply(decision, f"Error: {decision.message or decision.action}", True)
-        ran = pending.before.runs
+        ran = before.runs
         given = ToolResult(text=result) if isinstance(result, str) else result
         # a blocked call (or one that gave nothing) records only whether its file changed
         recorded: ToolResult | None = _CHANGED if pending.changed else None
@@ -329,11 +334,8 @@ class Session:
             recorded = given
             if text is not given.text or error is not given.error or (changed and not given.changed):
                 recorded = replace(given, text=text, error=error, changed=given.changed or changed)
-        after = self.guard.after_call(guarded, (recorded or _OK) if ran else None, pending.before)
-        verdicts = pending.opened + after.verdicts
+        verdicts = run.after_call(guarded, recorded, len(self._steps))  # fed only if it ran
         self._write(verdicts, "tool", call=guarded, result=recorded, t=pending.t)
-        if ran and not self.ended and self.guard.run.kind(guarded) == "done":
-            self._end("completed")
         decision = Decision(combine(verdicts), verdicts)
         shown = self.guard.shown
         if given is not None and recorded is not None and ran:
@@ -386,11 +388,9 @@ class Session:
         self._check("done")
         t = self._tick()
         done = Done(success, self._text(text))
-        d = self.guard.done(done)
-        self._write(d.verdicts, "done", done=done, t=t)
-        if not self.ended:
-            self._end("completed")
-        return d
+        verdicts = self._run.done(done, len(self._steps))
+        self._write(verdicts, "done", done=done, t=t)
+        return _decision(verdicts)
 
     def close(self, error: BaseException | None = None) -> None:
         """End the run: a call left without its result is reported as failed; an `error` that ended the
@@ -400,14 +400,14 @@ class Session:
         try:
             pending = self._pending
             if pending is not None:
-                ran = pending.before is not None and pending.before.runs
+                before = self._run.before
+                ran = before is not None and before.runs
                 cause = f": {type(error).__name__}: {error}" if error is not None else ""
                 self.after_call(pending.call, ToolResult.failure(f"the run ended before the call returned{cause}")
                                 if ran else None)
             if error is not None and not self.ended:
                 self.done(False, f"the agent ended with an error: {type(error).__name__}: {error}")
-            if not self.ended:
-                self.guard.end_turn()
+            self._run.close()
         finally:
             self._closed = True
             if self.recorder is not None:
@@ -425,9 +425,10 @@ class Session:
     def _check(self, event: str) -> None:
         if self._closed:
             raise SessionError(f"{event} after the session was closed")
-        if self._ended is not None:
+        outcome = self._run.outcome
+        if outcome is not None:
             where = f" at step {self.stopped_at} by {self.stopped_by}" if self.stopped_by else ""
-            raise SessionError(f"{event} after the run ended ({self._ended}{where})")
+            raise SessionError(f"{event} after the run ended ({outcome}{where})")
         if self._pending is not None:
             raise SessionError(f"{event} before after_call reported {self._pending.call.short()}")
 
@@ -453,29 +454,23 @@ class Session:
         return self.clock.now_ms
 
     def _write(self, verdicts: tuple[Verdict, ...], kind: StepKind, **fields: Any) -> None:
+        """Record a step and the verdicts the run protocol gave it."""
         index = len(self._steps)
-        step = Step(index, kind, agent=self.agent, **fields)
+        step = make_step(index, kind, agent=self.agent, **fields)
         if self.recorder is not None:
             self.recorder.write(step, redacted=True)
-        action = combine(verdicts)
         tool = step.call.tool if step.call is not None else None
-        self._steps.append(StepResult(index, step.kind, tool, action, verdicts))
-        if action in ("stop", "fail"):
-            ender = next(v for v in verdicts if v.action == action)
-            self.stopped_at, self.stopped_by = index, ender.engine
-            if action == "fail":
-                self._end("failed")
-            else:
-                self._end("exhausted" if ender.data.get("outcome") == "exhausted" else "stopped")
+        self._steps.append(StepResult(index, step.kind, tool, combine(verdicts), verdicts))
+        if self._run.outcome is not None and self._announced:
+            self._unreached()
 
-    def _end(self, outcome: Outcome) -> None:
-        self._ended = outcome
+    def _unreached(self) -> None:
         # calls the response asked for that never ran are recorded as such, so the recording's turn has
         # the calls the live turn had (replay reports them not reached)
         for call in self._announced:
             index = len(self._steps)
             if self.recorder is not None:
-                self.recorder.write(Step(index, "tool", call=self._guarded(call), agent=self.agent), redacted=True)
+                self.recorder.write(ToolStep(index, self._guarded(call), agent=self.agent), redacted=True)
             self._steps.append(StepResult(index, "tool", call.tool, "not_reached"))
         self._announced = []
 
@@ -493,5 +488,5 @@ def _check_message(msg: Message) -> None:
         raise ValueError("`name` names the other agent: it goes with origin 'agent', and only there")
 
 
-def _ends(verdicts: tuple[Verdict, ...]) -> bool:
-    return any(v.action in ("stop", "fail") for v in verdicts)
+def _decision(verdicts: tuple[Verdict, ...]) -> Decision:
+    return Decision(combine(verdicts), verdicts) if verdicts else ALLOW

@@ -1,11 +1,11 @@
 """The agent loop: model → guard → tools → results → dedup/compaction, on a virtual clock, recording a trace.
 
-It drives `pytest_loopguard.runtime._guard.Guard` in exactly the order `replay` does, so that the recorded trace
-replays to the same verdicts and outcome:
+It feeds its events to the run protocol (`pytest_loopguard.runtime._protocol.Run`), the same object replay feeds
+the recorded steps to, so that the recorded trace replays to the same verdicts and outcome:
 
-    per model call: end_turn; before_llm; model.respond(view); llm_result
+    per model call: Run.model(ASK); model.respond(view); Run.model(llm, calls, ANSWER)
         retry / compact_retry -> call the model again (same turn); fail -> outcome failed
-        success -> start_turn(calls, llm), then per call: before_call; execute when it runs; after_call
+        success -> per call: Run.before_call; execute when it runs; Run.after_call
 
 A blocked call is answered with the verdict's message as an error (the Guard puts it in the view); a stop
 ends the run; a final answer is a `done` step. The run is cut off at `max_turns` (outcome exhausted). Time
@@ -21,8 +21,11 @@ from typing import Any, final
 from pytest_loopguard.core._conversation import PromptView, Transcript
 from pytest_loopguard.core._model import (
     Done,
+    DoneStep,
     LLMCall,
+    LLMStep,
     Message,
+    MessageStep,
     Outcome,
     ReplayResult,
     RunExpect,
@@ -32,13 +35,14 @@ from pytest_loopguard.core._model import (
     Task,
     ToolCall,
     ToolResult,
+    ToolStep,
     Trace,
     Verdict,
     combine,
-    run_end,
 )
 from pytest_loopguard.runtime._guard import Clock, Guard
 from pytest_loopguard.runtime._policy import Policy, resolve_policy
+from pytest_loopguard.runtime._protocol import ANSWER, ASK, Run
 
 from .protocols import Model, ProviderError, ToolExecutor
 
@@ -118,29 +122,25 @@ class AgentLoop:
         objective = self.task.objective if self.task is not None and self.task.objective else self.prompt
         guard = Guard(policy, task=self.task, objective=objective, context=self.context, clock=self.clock,
                       plugins=self.plugins, keep_transcript=True)  # the simulation hands back its transcript
-        run = _Run(guard, self.clock)
+        run = _Run(guard)
+        protocol = run.protocol
         if self.prompt:
-            run.record(Step(0, "message", message=Message("user", self.prompt), t=self.clock.now_ms),
-                       guard.message(Message("user", self.prompt)).verdicts)
-        while run.outcome is None:
-            if guard.run.turns >= self.max_turns:
-                run.cut_off = True
-                break
+            message = Message("user", self.prompt)
+            run.record(MessageStep(0, message, t=self.clock.now_ms), protocol.message(message, 0))
+        while protocol.outcome is None and guard.run.turns < self.max_turns:  # else cut off: exhausted
             self._turn(run)
-        if run.outcome is None:
-            guard.end_turn()
         recorded = self._recorded(run)
-        outcome: Outcome = run.outcome or ("exhausted" if run.cut_off else "incomplete")
-        result = ReplayResult(recorded, policy_name, outcome, run.stopped_at, run.stopped_by, tuple(run.results))
+        outcome: Outcome = protocol.finish(self.max_turns)
+        result = ReplayResult(recorded, policy_name, outcome, protocol.stopped_at, protocol.stopped_by,
+                              tuple(run.results))
         return Simulation(result, recorded, guard.run.view, guard.run.transcript, run.model_calls)
 
     # ---- one turn: model call(s), then the calls -----------------------------------------------------------
     def _turn(self, run: _Run) -> None:
-        guard, clock = run.guard, self.clock
+        guard, clock, protocol = run.guard, self.clock, run.protocol
         while True:
-            guard.end_turn()
             t = clock.now_ms
-            verdicts = guard.before_llm(LLMCall()).verdicts
+            asked = protocol.model(LLMCall(), (), None, ASK)
             view = guard.run.view
             input_tokens = view.tokens()
             run.model_calls += 1
@@ -150,53 +150,49 @@ class AgentLoop:
             except ProviderError as exc:
                 reply = None
                 llm = LLMCall(input_tokens, None, exc.message)
-            verdicts += guard.llm_result(llm).verdicts
-            if reply is not None and combine(verdicts) != "fail":
-                verdicts += guard.start_turn(reply.calls, llm).verdicts
-            action = run.record(Step(len(run.steps), "llm", llm=llm, t=t), verdicts)
+            index = len(run.steps)
+            verdicts = protocol.model(llm, reply.calls if reply is not None else (), index, ANSWER, asked)
+            action = run.record(LLMStep(index, llm, t=t), verdicts)
             clock.advance(self.llm_latency_ms)
-            if run.outcome is not None:
+            if protocol.outcome is not None:
                 if reply is not None:  # a stop at the turn's start: its calls were asked for but never run
                     for call in reply.calls:
-                        run.unreached(Step(len(run.steps), "tool", call=call, t=clock.now_ms))
+                        run.unreached(ToolStep(len(run.steps), call, t=clock.now_ms))
                 return
             if reply is not None:
                 break
             if action not in ("retry", "compact_retry"):
                 # nothing recovers this error: the runtime gives up and the record ends here (incomplete)
-                run.outcome = "incomplete"
+                protocol.give_up()
                 return
         if reply.final:
             done = Done(reply.success, reply.text or "")
-            run.record(Step(len(run.steps), "done", done=done, t=clock.now_ms), guard.done(done).verdicts)
-            if run.outcome is None:
-                run.outcome = "completed"
+            index = len(run.steps)
+            run.record(DoneStep(index, done, t=clock.now_ms), protocol.done(done, index))
             return
         for call in reply.calls:
-            if run.ended():  # an earlier call of the turn stopped the run
-                run.unreached(Step(len(run.steps), "tool", call=call, t=clock.now_ms))
+            if protocol.outcome is not None:  # an earlier call of the turn stopped the run
+                run.unreached(ToolStep(len(run.steps), call, t=clock.now_ms))
                 continue
             self._call(run, call)
 
     def _call(self, run: _Run, call: ToolCall) -> None:
-        guard, clock = run.guard, self.clock
+        guard, clock, protocol = run.guard, self.clock, run.protocol
         t = clock.now_ms
+        index = len(run.steps)
         # whether a file changed outside the agent is a fact before the call: engines may read it first
         changed = self._changed is not None and self._changed(call)
-        hint = _CHANGED if changed else None
-        before = guard.before_call(call, hint)
-        result: ToolResult | None = hint  # a blocked call records only that fact (replay passes it again)
+        before = protocol.before_call(call, changed, None, index)
+        result: ToolResult | None = _CHANGED if changed else None  # a blocked call records only that fact
         if before.runs:
             raw = self.tools.execute(call)
             body = raw.result_text
             # the tokens are part of the record, so replay feeds the view the very same counts
             result = raw if raw.tokens is not None or body is None else _with_tokens(raw, guard.run.view, body)
-        after = guard.after_call(call, result if before.runs else None, before)
-        run.record(Step(len(run.steps), "tool", call=call, result=result, t=t), after.verdicts)
+        verdicts = protocol.after_call(call, result, index)  # the result is fed only if the call ran
+        run.record(ToolStep(index, call, result, t=t), verdicts)
         if before.runs:
             clock.advance(self.tool_latency_ms)
-            if run.outcome is None and guard.run.kind(call) == "done":
-                run.outcome = "completed"
 
     def _recorded(self, run: _Run) -> Trace:
         source: dict[str, Any] = {"kind": "simulated", "agent": "loopguard_simulators.AgentLoop"}
@@ -234,37 +230,25 @@ def _with_tokens(result: ToolResult, view: PromptView, body: str) -> ToolResult:
 
 @final
 class _Run:
-    """The state of one run: recorded steps, their results and how the run ended."""
+    """One simulated run: its protocol (the Guard's calls, how the run ends) and the steps it recorded."""
 
-    __slots__ = ("clock", "cut_off", "guard", "model_calls", "outcome", "results", "steps", "stopped_at",
-                 "stopped_by")
+    __slots__ = ("guard", "model_calls", "protocol", "results", "steps")
 
-    def __init__(self, guard: Guard, clock: Clock) -> None:
+    def __init__(self, guard: Guard) -> None:
         self.guard = guard
-        self.clock = clock
+        self.protocol = Run(guard)
         self.steps: list[Step] = []
         self.results: list[StepResult] = []
-        self.outcome: Outcome | None = None
-        self.stopped_at: int | None = None
-        self.stopped_by: str | None = None
-        self.cut_off = False
         self.model_calls = 0
 
     def record(self, step: Step, verdicts: tuple[Verdict, ...]) -> str:
-        """Record a step and its verdicts; a stop or a fail ends the run there (as replay decides)."""
+        """Record a step and the verdicts the run protocol gave it; their combined action."""
         action = combine(verdicts)
         tool = step.call.tool if step.call is not None else None
         self.steps.append(step)
         self.results.append(StepResult(step.index, step.kind, tool, action, verdicts))
-        if action in ("stop", "fail"):
-            self.outcome, self.stopped_by = run_end(action, verdicts)
-            self.stopped_at = step.index
         return action
 
-    def ended(self) -> bool:
-        return self.outcome is not None
-
-    def unreached(self, step: Step) -> None:
-        assert step.call is not None
+    def unreached(self, step: ToolStep) -> None:
         self.steps.append(step)
         self.results.append(StepResult(step.index, step.kind, step.call.tool, "not_reached"))
