@@ -15,14 +15,14 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, Any, Final
 
 import yaml
 
 from ..errors import TraceError, brief
 from ._limits import MAX_DEPTH, MAX_FILE_BYTES, MAX_INT, MAX_NODES, MAX_STRING
 
-__all__ = ["check_json_depth", "parse_json", "parse_yaml", "plain_value", "read_bytes", "read_text"]
+__all__ = ["check_json_depth", "open_regular", "parse_json", "parse_yaml", "plain_value", "read_bytes", "read_text"]
 
 try:  # the C parser is much faster on large files and is iterative
     _Loader: Any = yaml.CSafeLoader
@@ -51,36 +51,54 @@ def read_text(path: str | Path) -> str:
                          file=str(path), line=line) from None
 
 
-def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes (default MAX_FILE_BYTES; a FIFO, device or folder
-    is refused)."""
+def open_regular(path: str | Path) -> IO[bytes]:
+    """`path` open for reading, unbuffered; it must be a regular file (a FIFO, device or folder is refused,
+    without waiting for a FIFO's writer), and every refusal is a one-line `TraceError` naming the file.
+
+    The one way this package opens a file it did not write: whole files (`read_bytes`), a JSONL file's first
+    line (collection, `_headers`) and a JSONL file read block by block (streaming, `_jsonl`) all start here.
+    """
     name = str(path)
-    limit = MAX_FILE_BYTES if limit is None else limit
     try:
         # O_NONBLOCK: opening a FIFO for reading must not wait for a writer; it is refused just below
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise TraceError(f"cannot read: {exc.strerror or exc}", file=name) from None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise TraceError("not a regular file (a FIFO, device or folder); only regular files are read", file=name)
-        if info.st_size > limit:
-            raise TraceError(f"file too large: {info.st_size} bytes; at most {limit}", file=name)
-        chunks: list[bytes] = []
-        size = 0
-        while True:  # a file growing while it is read stops at the cap too
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > limit:
-                raise TraceError(f"file too large: over {limit} bytes", file=name)
-            chunks.append(chunk)
+        os.set_blocking(fd, True)  # a regular file: reads as usual
     except OSError as exc:
-        raise TraceError(f"cannot read: {exc.strerror or exc}", file=name) from None
-    finally:
         os.close(fd)
+        raise TraceError(f"cannot read: {exc.strerror or exc}", file=name) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb", buffering=0)  # callers read in large blocks: a buffer would only copy them
+
+
+def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes (default MAX_FILE_BYTES; a FIFO, device or folder
+    is refused)."""
+    name = str(path)
+    limit = MAX_FILE_BYTES if limit is None else limit
+    with open_regular(path) as handle:
+        try:
+            info = os.fstat(handle.fileno())
+            if info.st_size > limit:
+                raise TraceError(f"file too large: {info.st_size} bytes; at most {limit}", file=name)
+            chunks: list[bytes] = []
+            size = 0
+            while True:  # a file growing while it is read stops at the cap too
+                chunk = handle.read(1 << 20)
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > limit:
+                    raise TraceError(f"file too large: over {limit} bytes", file=name)
+                chunks.append(chunk)
+        except OSError as exc:
+            raise TraceError(f"cannot read: {exc.strerror or exc}", file=name) from None
     return b"".join(chunks)
 
 
