@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from pytest_loopguard.cli import _main as cli
-from pytest_loopguard.io import _format as traceio
 from pytest_loopguard.importers import import_traces
+from pytest_loopguard.io import _format as traceio
 from pytest_loopguard.io._format import trace_to_mapping
 from pytest_loopguard.io._schema import trace_schema
 
