@@ -14,6 +14,7 @@ import math
 import os
 import re
 import stat
+from io import FileIO
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -22,7 +23,16 @@ import yaml
 from ..errors import TraceError, brief
 from ._limits import MAX_DEPTH, MAX_FILE_BYTES, MAX_INT, MAX_NODES, MAX_STRING
 
-__all__ = ["check_json_depth", "open_regular", "parse_json", "parse_yaml", "plain_value", "read_bytes", "read_text"]
+__all__ = [
+    "check_json_depth",
+    "open_regular",
+    "parse_json",
+    "parse_yaml",
+    "plain_value",
+    "read_bytes",
+    "read_text",
+    "regular_fd",
+]
 
 try:  # the C parser is much faster on large files and is iterative
     _Loader: Any = yaml.CSafeLoader
@@ -51,30 +61,35 @@ def read_text(path: str | Path) -> str:
                          file=str(path), line=line) from None
 
 
-def open_regular(path: str | Path) -> IO[bytes]:
-    """`path` open for reading, unbuffered; it must be a regular file (a FIFO, device or folder is refused,
-    without waiting for a FIFO's writer), and every refusal is a one-line `TraceError` naming the file.
+def regular_fd(path: str | Path) -> tuple[int, int]:
+    """A file descriptor open for reading on `path`, and the file's size; `path` must be a regular file (a
+    FIFO, device or folder is refused, without waiting for a FIFO's writer), and every refusal is a one-line
+    `TraceError` naming the file. The caller closes the descriptor.
 
     The one way this package opens a file it did not write: whole files (`read_bytes`), a JSONL file's first
-    line (collection, `_headers`) and a JSONL file read block by block (streaming, `_jsonl`) all start here.
+    line (collection, `_headers`) and a JSONL file read block by block (streaming, `open_regular`) start here.
     """
-    name = str(path)
     try:
-        # O_NONBLOCK: opening a FIFO for reading must not wait for a writer; it is refused just below
+        # O_NONBLOCK: opening a FIFO for reading must not wait for a writer; it is refused just below (it stays
+        # set: reading a regular file never waits either way)
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise TraceError(f"cannot read: {exc.strerror or exc}", file=name) from None
+        raise TraceError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise TraceError("not a regular file (a FIFO, device or folder); only regular files are read", file=name)
-        os.set_blocking(fd, True)  # a regular file: reads as usual
+        info = os.fstat(fd)
     except OSError as exc:
         os.close(fd)
-        raise TraceError(f"cannot read: {exc.strerror or exc}", file=name) from None
-    except BaseException:
+        raise TraceError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise
-    return os.fdopen(fd, "rb", buffering=0)  # callers read in large blocks: a buffer would only copy them
+        raise TraceError("not a regular file (a FIFO, device or folder); only regular files are read", file=str(path))
+    return fd, info.st_size
+
+
+def open_regular(path: str | Path) -> IO[bytes]:
+    """`path` open for reading, unbuffered (callers read in large blocks, which a buffer would only copy);
+    refused as `regular_fd` refuses it."""
+    return FileIO(regular_fd(path)[0], "r")
 
 
 def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
@@ -82,23 +97,24 @@ def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
     is refused)."""
     name = str(path)
     limit = MAX_FILE_BYTES if limit is None else limit
-    with open_regular(path) as handle:
-        try:
-            info = os.fstat(handle.fileno())
-            if info.st_size > limit:
-                raise TraceError(f"file too large: {info.st_size} bytes; at most {limit}", file=name)
-            chunks: list[bytes] = []
-            size = 0
-            while True:  # a file growing while it is read stops at the cap too
-                chunk = handle.read(1 << 20)
-                if not chunk:
-                    break
-                size += len(chunk)
-                if size > limit:
-                    raise TraceError(f"file too large: over {limit} bytes", file=name)
-                chunks.append(chunk)
-        except OSError as exc:
-            raise TraceError(f"cannot read: {exc.strerror or exc}", file=name) from None
+    fd, size = regular_fd(path)
+    try:
+        if size > limit:
+            raise TraceError(f"file too large: {size} bytes; at most {limit}", file=name)
+        chunks: list[bytes] = []
+        size = 0
+        while True:  # a file growing while it is read stops at the cap too
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > limit:
+                raise TraceError(f"file too large: over {limit} bytes", file=name)
+            chunks.append(chunk)
+    except OSError as exc:
+        raise TraceError(f"cannot read: {exc.strerror or exc}", file=name) from None
+    finally:
+        os.close(fd)
     return b"".join(chunks)
 
 

@@ -11,16 +11,17 @@ scenarios are judged when the trace runs.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Final, final
+from typing import Any, Final, final
 
 import yaml
 
 from ..core._limits import MAX_FILE_BYTES, MAX_STRING
-from ..core._safeload import open_regular, parse_yaml, read_bytes
+from ..core._safeload import parse_yaml, read_bytes, regular_fd
 from ..errors import TraceError
 from ._spec import HEADER_KEYS, NAME_FORBIDDEN
 
@@ -103,32 +104,29 @@ def _jsonl_head(path: Path) -> str | None:
     """The text of a JSONL file up to the end of its first line that is not blank; None where the file cannot
     be read as a regular file, is not UTF-8 there, or has no such line within the loader's size cap."""
     try:
-        handle = open_regular(path)  # a FIFO, device or folder named like a trace: the loader reports it
+        fd, _size = regular_fd(path)  # a FIFO, device or folder named like a trace: the loader reports it
     except TraceError:
         return None
-    with handle:
-        try:
-            return _first_line(handle)
-        except OSError:
-            return None
-
-
-def _first_line(handle: IO[bytes]) -> str | None:
-    data = bytearray()
-    start = 0  # where the line being looked at starts
-    while len(data) <= MAX_FILE_BYTES:
-        chunk = handle.read(_HEAD_BLOCK)
-        data += chunk
-        while (end := data.find(b"\n", start)) >= 0 or not chunk:
-            line = data[start:] if end < 0 else data[start:end]
-            try:
-                blank = not line.decode("utf-8").strip()
-            except UnicodeDecodeError:
-                return None
-            if not blank or end < 0:
-                return data[:len(data) if end < 0 else end].decode("utf-8")
-            start = end + 1
-    return None
+    try:
+        data = bytearray()
+        start = 0  # where the line being looked at starts
+        while len(data) <= MAX_FILE_BYTES:
+            chunk = os.read(fd, _HEAD_BLOCK)
+            data += chunk
+            while (end := data.find(b"\n", start)) >= 0 or not chunk:
+                line = data[start:] if end < 0 else data[start:end]
+                try:
+                    blank = not line.decode("utf-8").strip()
+                except UnicodeDecodeError:
+                    return None
+                if not blank or end < 0:
+                    return data[:len(data) if end < 0 else end].decode("utf-8")
+                start = end + 1
+        return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _jsonl_header(text: str) -> list[tuple[Any, int]] | None:
