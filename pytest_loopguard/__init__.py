@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any, Final
+from ._lazy import exports
 
+TYPE_CHECKING = False  # typing's, without importing typing: see _lazy
 if TYPE_CHECKING:
     from .buildinfo import compiled
     from .core._model import ReplayResult, StepResult, ToolCall, ToolResult, Trace, Verdict
@@ -61,30 +61,16 @@ __version__ = "0.1.0"
 # Each public name's module, imported when the name is first read. pytest imports this package to load the
 # plugin in every process, the xdist controller included, which never replays: importing the whole core here
 # cost every pytest run in a project that installs us ~0.1-0.2 s (more where nothing caches bytecode).
-_HOME: Final = {
-    "compiled": "buildinfo",
-    **dict.fromkeys(("LoopguardError", "LoopguardWarning", "PolicyError", "RedactionError", "ScenarioError",
-                     "SessionError", "TraceError"), "errors"),
-    **dict.fromkeys(("ReplayResult", "StepResult", "ToolCall", "ToolResult", "Trace", "Verdict"), "core._model"),
-    **dict.fromkeys(("Policy", "resolve_policy"), "runtime._policy"),
-    "Recorder": "live._recorder",
-    "Redactor": "live._redact",
-    "replay": "runtime._replay",
-    **dict.fromkeys(("Clock", "Decision", "Guard"), "runtime._guard"),
-    **dict.fromkeys(("Session", "ToolReply"), "live._session"),
-    **dict.fromkeys(("dump", "dumps", "load", "load_file"), "io._format"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    # Not kept in this module's globals: a pytester run drops the modules it imported when it ends, and a kept
-    # class would then outlive its module (the next run imports a new one).
-    return getattr(import_module(f"{__name__}.{home}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
-
+__getattr__, __dir__ = exports(__name__, {
+    "buildinfo": ("compiled",),
+    "errors": ("LoopguardError", "LoopguardWarning", "PolicyError", "RedactionError", "ScenarioError",
+               "SessionError", "TraceError"),
+    "core._model": ("ReplayResult", "StepResult", "ToolCall", "ToolResult", "Trace", "Verdict"),
+    "runtime._policy": ("Policy", "resolve_policy"),
+    "live._recorder": ("Recorder",),
+    "live._redact": ("Redactor",),
+    "runtime._replay": ("replay",),
+    "runtime._guard": ("Clock", "Decision", "Guard"),
+    "live._session": ("Session", "ToolReply"),
+    "io._format": ("dump", "dumps", "load", "load_file"),
+})

@@ -6,7 +6,8 @@
      │    └── NotATraceError              a file with no top-level `loopguard` key: some other JSON/YAML
      ├── PolicyError (also ValueError)    a policy, preset or override is malformed
      ├── RedactionError (also ValueError) a user redaction rule is malformed
-     └── SessionError (also RuntimeError) a live session's events came out of order
+     ├── SessionError (also RuntimeError) a live session's events came out of order
+     └── MissingExtraError (also ModuleNotFoundError) a feature needs what only the `pytest` extra installs
 
 Every error carries the place it concerns so that a user can fix the input without a traceback.
 """
@@ -15,11 +16,13 @@ from __future__ import annotations
 
 import reprlib
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, final
 
 __all__ = [
-    "LoopguardError", "LoopguardWarning", "NotATraceError", "PolicyError", "RedactionError", "ScenarioError",
-    "SessionError", "TraceError", "brief",
+    "EXTRA_MODULES", "LoopguardError", "LoopguardWarning", "MissingExtraError", "NotATraceError", "PolicyError",
+    "RedactionError", "ScenarioError", "SessionError", "TraceError", "brief", "needs_extra",
 ]
 
 _BRIEF = reprlib.Repr()  # keyword arguments need Python 3.12
@@ -150,6 +153,47 @@ class RedactionError(LoopguardError, ValueError):
 class SessionError(LoopguardError, RuntimeError):
     """A live session used out of order (a call the model did not ask for, a result for no call, an event
     after the run ended): what was expected instead is in the message."""
+
+
+# What the `pytest` extra installs (pyproject.toml) beyond the runtime: the plugin, fixtures and strategies, the
+# simulators and the command's tables need them; the runtime an agent embeds never imports them.
+EXTRA_MODULES = frozenset({"pytest", "_pytest", "hypothesis", "faker", "tabulate"})
+INSTALL_EXTRA = "pip install 'pytest-loopguard[pytest]'"
+
+
+@final
+class MissingExtraError(LoopguardError, ModuleNotFoundError):
+    """A feature needs a package only the `pytest` extra installs: one line naming it and the command to run."""
+
+    def __init__(self, feature: str, *, module: str) -> None:
+        self.feature = feature
+        super().__init__(f"{feature} needs {module}, which comes with the pytest extra: {INSTALL_EXTRA}")
+        self.name = module  # what ModuleNotFoundError reports as the missing module
+
+    def _fields(self) -> tuple[str, dict[str, Any]] | None:
+        return self.feature, {"module": self.name}
+
+    @classmethod
+    def of(cls, exc: BaseException, feature: str) -> MissingExtraError | None:
+        """`exc` as this error when it is an import of one of the extra's packages that failed; None otherwise."""
+        if isinstance(exc, MissingExtraError):
+            return exc
+        if not isinstance(exc, ModuleNotFoundError):
+            return None
+        root = (exc.name or "").partition(".")[0]
+        return cls(feature, module=root) if root in EXTRA_MODULES else None
+
+
+@contextmanager
+def needs_extra(feature: str) -> Iterator[None]:
+    """Imports of the `pytest` extra's packages inside the block raise MissingExtraError naming `feature`."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        missing = MissingExtraError.of(exc, feature)
+        if missing is None:
+            raise
+        raise missing from exc
 
 
 @final

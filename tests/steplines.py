@@ -24,7 +24,7 @@ def full_path(text: str, index: int, path: str = "t.jsonl", line: int = 7) -> St
 
 def as_tuple(step: Step) -> tuple[Any, ...]:
     """Every field of a step, the call by its identities (ToolCall compares only the as-written one)."""
-    out = []
+    out: list[tuple[str, Any]] = [("kind", step.kind)]
     for f in dataclasses.fields(step):
         value = getattr(step, f.name)
         if f.name == "call" and value is not None:

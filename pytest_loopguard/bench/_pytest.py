@@ -21,7 +21,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Final
 
-from ._suite import SuiteRow
+from ._rows import SuiteRow
 
 __all__ = ["bytecode_state", "pytest_rows"]
 

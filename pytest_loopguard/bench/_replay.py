@@ -18,7 +18,7 @@ from typing import Any, Final, final
 
 from tabulate import tabulate
 
-from ..core._model import LLMCall, Message, Step, StepResult, Task, ToolCall, ToolResult, Trace
+from ..core._model import LLMCall, Message, Step, StepResult, Task, ToolCall, ToolResult, Trace, make_step
 from ..live._session import Session
 from ..report._console import progress
 from ..runtime._policy import Policy
@@ -104,7 +104,7 @@ def synthetic_trace(name: str, rng: random.Random, steps: int = STEPS_PER_TRACE)
     out: list[Step] = []
 
     def add(kind: Any, **fields: Any) -> None:
-        out.append(Step(len(out), kind, t=gen.step_time(), **fields))
+        out.append(make_step(len(out), kind, t=gen.step_time(), **fields))
 
     while len(out) < steps:
         roll = rng.random()

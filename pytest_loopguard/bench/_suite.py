@@ -22,9 +22,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, final
+from typing import Any, Final
 
 import yaml
 from tabulate import tabulate
@@ -35,8 +34,9 @@ from ..runtime._guard import Guard
 from ..runtime._policy import Policy, resolve_policy
 from ..runtime._replay import replay
 from ._replay import synthetic_trace
+from ._rows import SuiteRow
 
-__all__ = ["SuiteRow", "bare_loop", "run_suite", "suite_json", "suite_table", "write_corpus"]
+__all__ = ["bare_loop", "run_suite", "suite_json", "suite_table", "write_corpus"]
 
 _LIVE_CALLS: Final = 2000  # calls per live-check repeat
 _CONSTRUCTIONS: Final = 200  # Guards built per construction repeat
@@ -44,29 +44,6 @@ _CORPUS_STEPS: Final = 40  # steps per file of the corpus row: about a real reco
 # The issue's goals in µs were set on its machine, where the baseline cost 19.2 µs / 14.5 = 1.32 µs per
 # event; judged as ratios to that baseline, they hold on any machine (a loaded one included).
 ISSUE_BASELINE_US: Final = 19.2 / 14.5
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class SuiteRow:
-    """One measurement: the unit it is counted in, min and median cost per unit over the repeats."""
-
-    item: str
-    unit: str  # what one unit is: "event", "check", "call", "guard", "run" (one command), "pytest" (a session)
-    units: int  # units per repeat
-    min_us: float
-    median_us: float
-    goal: str = ""  # the issue's goal for this row, as text
-    met: bool | None = None  # None: no goal, or not comparable
-    ratio: float | None = None  # min cost per event over the baseline's min cost per event
-    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "item": self.item, "unit": self.unit, "units": self.units, "min_us": round(self.min_us, 3),
-            "median_us": round(self.median_us, 3), "ratio": None if self.ratio is None else round(self.ratio, 2),
-            "goal": self.goal, "met": self.met, **self.extra,
-        }
 
 
 def _repeat(fn: Callable[[], Any], repeat: int) -> list[float]:
@@ -277,7 +254,7 @@ def run_suite(
                                      met=wall <= 1.0 if corpus == 1000 else None,
                                      extra={"seconds": round(wall, 3), "median_seconds": round(median, 3),
                                             "peak_rss_mb": round(peak, 1), "exit": status}))
-                from ._pytest import pytest_rows  # it builds rows of this module's kind
+                from ._pytest import pytest_rows  # pytest and its subprocesses only for this row
 
                 rows += pytest_rows(folder, root, repeat)
             if stream:

@@ -13,7 +13,7 @@ from ..core._expect import Mismatch, check
 from ..core._model import ReplayResult, Trace
 from ..errors import LoopguardError, NotATraceError, TraceError
 from ..io._format import iter_trace_files
-from ..io._runner import execute, load_file
+from ..io._runner import execute, load_runnable
 from ..io._stream import replay_jsonl
 from ..runtime._policy import Policy, resolving_once
 
@@ -42,7 +42,7 @@ def file_runs(f: Path, policy: Policy | None, resolved: dict[Any, Policy], strea
     try:
         with resolving_once(resolved):  # entered per file: never open while the caller has the item
             streamed = replay_jsonl(f, policy) if stream and f.suffix.lower() == ".jsonl" else None
-            loaded = [streamed.result.trace] if streamed is not None else load_file(f)
+            loaded = [streamed.result.trace] if streamed is not None else load_runnable(f)
     except TraceError as exc:  # a NotATraceError too: `merged` decides whether it is skipped
         yield exc
         return

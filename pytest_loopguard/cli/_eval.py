@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from tabulate import tabulate
-
 from ..errors import PolicyError
 from ..eval._labels import RunLabel, load_labels
 from ..eval._runs import Run, load_runs
@@ -133,6 +131,8 @@ def detail_rows(scores: Sequence[PolicyScore]) -> list[list[str]]:
 
 
 def _table(rows: list[list[str]], headers: list[str], markdown: bool) -> str:
+    from tabulate import tabulate  # the `pytest` extra's: loaded here, as every other command builds this parser
+
     return tabulate(rows, headers=headers, tablefmt="github" if markdown else "simple", disable_numparse=True)
 
 

@@ -15,8 +15,8 @@
 
 Bad input (a malformed trace, an unknown preset) is reported in one line per bad file without a traceback;
 the other files still run. Exit status: 0 ok, 1 an expectation failed, 2 some input was bad (this wins over
-1: a corpus with a bad file is not a passing corpus), 3 an internal error (a bug in loopguard, never bad input,
-or a `run -j` worker process killed), 130 interrupted (Ctrl-C).
+1: a corpus with a bad file is not a passing corpus) or the command needs the `pytest` extra, 3 an internal error
+(a bug in loopguard, never bad input, or a `run -j` worker process killed), 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ from .. import __version__
 from ..core._expect import Mismatch, check
 from ..core._model import ReplayResult, Trace
 from ..engines import ENGINE_ORDER, registry
-from ..errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
+from ..errors import LoopguardError, LoopguardWarning, MissingExtraError, NotATraceError, PolicyError, TraceError
 from ..io._format import dump
-from ..io._runner import execute, load_file, simulate, validate_paths
+from ..io._runner import execute, load_runnable, simulate, validate_runnable
 from ..report._console import emit, fit_table, progress
 from ..report._tables import json_entry, mismatch_table, shorten, summary_table, timeline_table
 from ..runtime._policy import ALIASES, Policy, preset_names, resolve_policy
@@ -102,10 +102,10 @@ def _report_warnings(traces: Sequence[Trace]) -> None:
 
 
 def _validate(paths: Sequence[str]) -> tuple[list[Trace], list[TraceError]]:
-    """`validate_paths`, each trace's warnings shown once, and a line per non-trace file a folder held."""
+    """`validate_runnable`, each trace's warnings shown once, and a line per non-trace file a folder held."""
     skipped: list[NotATraceError] = []
     with _trace_warnings():
-        traces, errors = validate_paths(paths, skipped=skipped)
+        traces, errors = validate_runnable(paths, skipped=skipped)
     for note in skipped:
         _err(_skipped(note))
     _report_warnings(traces)
@@ -137,7 +137,7 @@ def _load_one(spec: str) -> Trace:
     """One trace from `FILE` or `FILE::NAME` (a file with several traces needs the name)."""
     path, _, name = spec.partition("::")
     with _trace_warnings():
-        traces = load_file(path)
+        traces = load_runnable(path)
     if name:
         chosen = [t for t in traces if t.name == name]
         if not chosen:
@@ -548,6 +548,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(f"{exc.filename or ''}: {exc.strerror}")
         return EXIT_BAD_INPUT
     except Exception as exc:  # a bug, not bad input: never exit 1, which means "an expectation failed"
+        if (missing := MissingExtraError.of(exc, f"`loopguard {args.command}`")) is not None:
+            _error(missing)  # a slim install (no `pytest` extra): the tables, the simulators' pages
+            return EXIT_BAD_INPUT
         _err(f"loopguard: internal error (please report it): {type(exc).__name__}: {str(exc)[:200]}")
         return EXIT_INTERNAL
     return status

@@ -6,6 +6,7 @@ the argument holding an editor sub-command such as `view`), `shell: ARG` the arg
 command line (read by `shell.read_command_line`). Kinds and targets are looked up separately: for each,
 the first matching rule that gives one wins. Unlisted tools are `action`. Every table ends with
 `LOCATORS`, the common shell and file tools' arguments, so a policy only names targets that differ.
+`target_of` reads a call's target (a `CallTarget`) by the table.
 """
 
 from __future__ import annotations
@@ -14,16 +15,15 @@ import fnmatch
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, final
+from typing import Any, Final, Literal, final
 
 from ..errors import PolicyError, brief
 from ._limits import MAX_SETTING_ITEMS
 from ._model import ToolCall
+from ._shell import EDITOR_EFFECTS, Command, Effect, normalise_path, read_command_line
+from ._targets import CallTarget
 
-if TYPE_CHECKING:
-    from ._targets import CallTarget
-
-__all__ = ["KINDS", "LOCATORS", "Classifier", "Kind", "ToolRule", "parse_rules"]
+__all__ = ["KINDS", "LOCATORS", "Classifier", "Kind", "ToolRule", "parse_rules", "target_of"]
 
 Kind = Literal["observation", "action", "navigation", "read", "search", "write", "done"]
 KINDS: Final = ("observation", "action", "navigation", "read", "search", "write", "done")
@@ -33,6 +33,11 @@ TOOL_CACHE_LIMIT: Final = 4096
 _GLOB_CHARS: Final = frozenset("*?[")
 _TARGET_KEYS: Final = ("target", "shell", "verb")
 _RULE_KEYS: Final = ("tool", "kind", "when", *_TARGET_KEYS)
+# what a call of each kind does to its target, when its tool's rule names no shell line or editor verb
+_KIND_EFFECTS: Final[Mapping[Kind, Effect]] = {
+    "read": "read", "observation": "read", "navigation": "read", "search": "search", "write": "write",
+    "action": "other", "done": "other",
+}
 
 
 @final
@@ -202,3 +207,33 @@ class Classifier:
 
 def _holds(rule: ToolRule, call: ToolCall) -> bool:
     return not rule.when or all(call.args.get(k) == v for k, v in rule.when.items())
+
+
+def target_of(call: ToolCall, classifier: Classifier) -> CallTarget:
+    """The target of `call` as the tool table locates it (before any open file is filled in)."""
+    rule = classifier.locator(call)
+    effect = _KIND_EFFECTS[classifier.kind(call)]
+    if rule is None:
+        return CallTarget.of([Command(call.tool, effect)])
+    if rule.shell is not None:
+        line = call.args.get(rule.shell)
+        if isinstance(line, str):
+            return CallTarget.of(read_command_line(line))
+        return CallTarget.of([Command(call.tool, effect)])  # no line to read: the tool itself
+    assert rule.target is not None
+    verb = call.tool
+    if rule.verb is not None:
+        sub = call.args.get(rule.verb)
+        if isinstance(sub, str) and sub:
+            verb = sub
+            effect = EDITOR_EFFECTS.get(sub, effect)
+    targets = tuple(p for p in (normalise_path(v) for v in _strings(call.args.get(rule.target))) if p is not None)
+    return CallTarget.of([Command(verb, effect, targets)])
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str)]
+    return []

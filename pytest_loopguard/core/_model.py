@@ -1,4 +1,4 @@
-"""Events, results, verdicts, actions and outcomes: frozen value types, no I/O."""
+"""Verdicts, actions, outcomes, traces and replay results: frozen value types, no I/O (the events: `_steps`)."""
 
 from __future__ import annotations
 
@@ -7,50 +7,81 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal, final
 
-from ._identity import canonical_json, ordered_args_json
+# the events are their own module; they are named here too, where code has always imported them from
+from ._steps import (
+    OK,
+    ORIGINS,
+    PHASES,
+    STEP_CLASSES,
+    STEP_KINDS,
+    Done,
+    DoneStep,
+    LLMCall,
+    LLMStep,
+    Message,
+    MessageStep,
+    Origin,
+    PhaseStep,
+    Rejected,
+    RejectedStep,
+    Step,
+    StepExpect,
+    StepKind,
+    StepSource,
+    ToolCall,
+    ToolResult,
+    ToolStep,
+    make_step,
+)
 
 __all__ = [
     "ACTIONS",
     "LLM_ACTIONS",
+    "OK",
     "ORIGINS",
     "OUTCOMES",
     "PHASES",
     "SEVERITY",
+    "STEP_CLASSES",
     "STEP_KINDS",
     "TOOL_ACTIONS",
     "Action",
     "Done",
+    "DoneStep",
     "LLMCall",
+    "LLMStep",
     "Message",
+    "MessageStep",
+    "Origin",
     "Outcome",
+    "PhaseStep",
     "Rejected",
+    "RejectedStep",
     "ReplayResult",
     "RunExpect",
     "Step",
     "StepExpect",
+    "StepKind",
     "StepResult",
     "StepSource",
     "Task",
     "ToolCall",
     "ToolResult",
+    "ToolStep",
     "Trace",
     "Verdict",
     "combine",
+    "make_step",
     "run_end",
 ]
 
 Action = Literal["allow", "warn", "block", "stop", "compact", "retry", "compact_retry", "fail"]
 Outcome = Literal["completed", "stopped", "failed", "exhausted", "incomplete"]
-StepKind = Literal["tool", "llm", "phase", "message", "done", "rejected"]
-Origin = Literal["user", "harness", "agent"]
 
 TOOL_ACTIONS: Final = ("allow", "warn", "block", "stop")
 LLM_ACTIONS: Final = ("allow", "compact", "retry", "compact_retry", "fail")
 ACTIONS: Final = ("allow", "warn", "block", "stop", "compact", "retry", "compact_retry", "fail")
 OUTCOMES: Final = ("completed", "stopped", "failed", "exhausted", "incomplete")
-PHASES: Final = ("explore", "act", "verify", "recover", "done")
-STEP_KINDS: Final = ("tool", "llm", "phase", "message", "done", "rejected")
-ORIGINS: Final = ("user", "harness", "agent")
 
 # One ordering for both families; a step only mixes them in rare cases (a stop on the step that opens a turn).
 SEVERITY: Final[Mapping[str, int]] = MappingProxyType(
@@ -102,162 +133,6 @@ def run_end(action: str, verdicts: Sequence[Verdict]) -> tuple[Outcome, str]:
 
 
 @final
-class ToolCall:
-    """A tool call and its identities, computed once per call so engines never re-serialise arguments.
-
-    The canonical identity is computed when the call is built; the as-written one (`ordered`, used by
-    `identity: ordered` and for display) on first use, since most runs never ask for it. Treat a call
-    as immutable: identities are cached on it.
-    """
-
-    __slots__ = ("_ordered", "args", "canonical", "fingerprint", "tool")
-
-    def __init__(self, tool: str, args: Mapping[str, Any], canonical: str, ordered: str | None = None) -> None:
-        self.tool = tool
-        self.args = args
-        self.canonical = canonical  # canonical JSON of args
-        self.fingerprint = tool + "\x1f" + canonical  # tool + canonical
-        self._ordered = ordered
-
-    @classmethod
-    def of(cls, tool: str, args: Mapping[str, Any] | None = None) -> ToolCall:
-        a: Mapping[str, Any] = dict(args) if args else {}
-        return cls(tool, a, canonical_json(a))
-
-    @property
-    def ordered(self) -> str:
-        """The compact JSON of the arguments as written (key order kept, `1.0` is not `1`)."""
-        if self._ordered is None:
-            self._ordered = ordered_args_json(self.args, canonical=self.canonical)
-        return self._ordered
-
-    @property
-    def ordered_fingerprint(self) -> str:
-        """Tool + the as-written arguments."""
-        return self.tool + "\x1f" + self.ordered
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ToolCall) and other.ordered_fingerprint == self.ordered_fingerprint
-
-    def __hash__(self) -> int:
-        return hash(self.ordered_fingerprint)
-
-    def __repr__(self) -> str:
-        return f"ToolCall({self.tool}{self.ordered if self.args else ''})"
-
-    def short(self, width: int = 60) -> str:
-        """A one-line rendering for tables: `tool {"a":1}` cut to `width`."""
-        text = self.tool if not self.args else f"{self.tool} {self.ordered}"
-        return text if len(text) <= width else text[: width - 1] + "…"
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """The result of a tool call: ok with optional text/tokens/bytes, or an error message.
-
-    `exit_code` is the process's exit status where the tool reports one; the loader already folded it
-    into `ok` (a non-zero code with neither `ok` nor `error` written is a failure), so engines that only
-    care about success read `ok`, and the few that read the code itself find it here.
-    """
-
-    ok: bool = True
-    text: str | None = None
-    error: str | None = None
-    tokens: int | None = None
-    bytes: int | None = None
-    changed: bool = False
-    exit_code: int | None = None
-
-    @property
-    def result_text(self) -> str | None:
-        """`text`, or `error` for a failed call; None when the result has neither."""
-        return self.text if self.ok else (self.error if self.error is not None else self.text)
-
-    @classmethod
-    def failure(cls, error: str) -> ToolResult:
-        return cls(ok=False, error=error)
-
-
-OK: Final = ToolResult()
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class LLMCall:
-    """One call to the model: token counts, or the error the provider returned."""
-
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    error: str | None = None
-    text: str | None = None
-
-    @property
-    def failed(self) -> bool:
-        return self.error is not None
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class Message:
-    """A message in the conversation; `origin` says who wrote a user-role one (a person, the harness, an agent).
-
-    `origin` is None for system and assistant messages unless a log says otherwise; `name` names the
-    other agent when `origin` is `agent`.
-    """
-
-    role: Literal["user", "system", "assistant"]
-    text: str = ""
-    origin: Origin | None = None
-    name: str | None = None
-
-    @property
-    def from_user(self) -> bool:
-        """A person's prompt: role user, origin user (the default). Only these reset engines per prompt."""
-        return self.role == "user" and self.origin in (None, "user")
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class Rejected:
-    """A model turn the harness refused (no usable call): a turn with no accepted call."""
-
-    reason: str
-    text: str | None = None
-    llm: LLMCall | None = None  # the turn's model usage, counted as an `llm` step's
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class StepSource:
-    """Where an imported step came from: the log file, its JSONL row (or None), its index there."""
-
-    file: str
-    row: int | None = None
-    index: int | str | None = None
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class Done:
-    success: bool | None = None
-    text: str = ""
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class StepExpect:
-    """A step expectation: the combined action, and optionally a verdict that must be present."""
-
-    action: str  # an Action or "not_reached"
-    engine: str | None = None
-    reason: str | None = None
-    message: str | None = None  # substring of the verdict's message
-    data: Mapping[str, Any] | None = None  # subset of the verdict's data
-    short: bool = True  # written as a bare action string
-
-
-@final
 @dataclass(frozen=True, slots=True)
 class RunExpect:
     outcome: str | None = None
@@ -276,53 +151,6 @@ class Task:
     objective: str = ""
     phase: str = "explore"
     budget: Mapping[str, Any] = field(default_factory=dict)
-
-
-@final
-@dataclass(frozen=True, slots=True, eq=False)
-class Step:
-    """One event of a trace. Exactly one of call/llm/phase/message/done/rejected is set, as `kind` says.
-
-    `agent` names the acting agent in multi-agent logs; `source` points into the log the step was
-    imported from. Both are kept and written back, and no engine reads them.
-    """
-
-    index: int
-    kind: StepKind
-    call: ToolCall | None = None
-    result: ToolResult | None = None  # None: not recorded (treated as ok)
-    llm: LLMCall | None = None
-    phase: str | None = None
-    message: Message | None = None
-    done: Done | None = None
-    expect: StepExpect | None = None
-    t: int | None = None  # run clock, milliseconds
-    line: int | None = None
-    extensions: Mapping[str, Any] = field(default_factory=dict)
-    rejected: Rejected | None = None
-    agent: str | None = None
-    source: StepSource | None = None
-
-    @property
-    def outcome(self) -> ToolResult:
-        """The call's result, defaulting to a plain success."""
-        return self.result if self.result is not None else OK
-
-    def label(self, width: int = 60) -> str:
-        """How the step reads in a table."""
-        if self.call is not None:
-            return self.call.short(width)
-        if self.llm is not None:
-            return f"llm error: {self.llm.error}"[:width] if self.llm.error else "llm"
-        if self.phase is not None:
-            return f"phase {self.phase}"
-        if self.message is not None:
-            m = self.message
-            who = m.role if m.origin in (None, "user") else f"{m.role}, {m.origin}"
-            return f"message ({who})"
-        if self.rejected is not None:
-            return f"rejected: {self.rejected.reason}"[:width]
-        return "done"
 
 
 @final

@@ -2,30 +2,58 @@
 
 This module sits below the engine contract (`hookspecs`, `engines.base`) and the engines, and above the
 model, so the layers read model → run → engine contract → engines → runtime → replay, with no import
-running back up: the Guard (`runtime`) builds a `RunContext` and hands it to the engines it builds.
+running back up, not even for type checking: the Guard (`runtime`) builds a `RunContext` and hands it to
+the engines it builds, and what the run needs of the policy and of one engine is declared here as a
+Protocol (`PolicyView`, `ReadRegions`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, final
+from collections.abc import Iterator, Mapping
+from typing import Any, Final, Protocol, final
 
-from ._classify import Classifier, Kind
+from ._classify import Classifier, Kind, target_of
 from ._conversation import PromptView, Transcript
 from ._model import LLMCall, Task, ToolCall, ToolResult
-from ._targets import CallTarget, target_of
+from ._targets import CallTarget
 
-if TYPE_CHECKING:
-    from ..engines.base import Engine
-    from ..runtime._policy import Policy
-
-__all__ = ["Clock", "RunContext", "Turn"]
+__all__ = ["Clock", "PolicyView", "ReadRegions", "Region", "RunContext", "Turn"]
 
 _OPENER: Final = re.compile(r"(?:^|[\s;&|(])(?:open|create)\s")
 # the per-policy target cache keeps at most this many distinct calls: a long run of ever-new calls stays
 # bounded, and a forgotten entry is only computed again (a target is a pure function of call and policy)
 CACHE_LIMIT: Final = 4096
+
+
+Region = tuple[Any, Any, Any]  # a read's (path as given, offset, limit)
+
+
+class PolicyView(Protocol):
+    """What a run may read of the policy it runs under (the runtime's `Policy` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def settings(self, engine: str) -> Any:
+        """An enabled engine's settings; KeyError when it is not enabled."""
+        ...
+
+    def enabled(self, engine: str) -> bool: ...
+
+
+class ReadRegions(Protocol):
+    """The file regions a run has read, offered to the other engines by the engine that keeps them
+    (`read_tracker`, as `RunContext.reads`): the context engine lists them again after a compaction."""
+
+    @property
+    def regions(self) -> list[Region]:
+        """Every region read so far, in first-read order."""
+        ...
+
+    def recent_regions(self) -> Iterator[Region]:
+        """The regions read so far, most recently first read first, without a copy (a reader stops early)."""
+        ...
 
 
 @final
@@ -74,7 +102,7 @@ class Turn:
 
 @final
 class RunContext:
-    """What engines may read about the run they belong to (and the other engines of it)."""
+    """What engines may read about the run they belong to, and what its engines offer one another."""
 
     __slots__ = (
         "calls",
@@ -84,6 +112,7 @@ class RunContext:
         "objective",
         "open_file",
         "policy",
+        "reads",
         "task",
         "trace_context",
         "transcript",
@@ -94,7 +123,7 @@ class RunContext:
 
     def __init__(
         self,
-        policy: Policy,
+        policy: PolicyView,
         classifier: Classifier,
         clock: Clock,
         task: Task | None,
@@ -110,7 +139,10 @@ class RunContext:
         self.trace_context = trace_context
         self.view = view
         self.transcript = Transcript()  # filled only when the Guard keeps a transcript (`keep_transcript`)
-        self.engines: dict[str, Engine] = {}
+        # the run's engines by name, for whatever inspects a run (tests, tools); an engine reaches another only
+        # through what that one offers in a slot declared here (`reads`), never by name
+        self.engines: dict[str, object] = {}
+        self.reads: ReadRegions | None = None  # offered by the read tracker when the policy enables it
         self.turn: Turn | None = None
         self.turns = 0  # turns started so far
         self.calls = 0  # tool calls seen so far (blocked ones included)

@@ -1,4 +1,4 @@
-"""A call's target: what it does (effect, verb) and the files or URLs it is about, from the policy's tool table.
+"""A call's target: what it does (effect, verb) and the files or URLs it is about (`_classify.target_of` finds it).
 
 Engines read it as `run.target(call)`. Counting reads of one file in any form is
 `for f in run.target(call).files("read"): reads[f] += 1`, and a failing key is
@@ -9,21 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any, Final, final
+from typing import Final, final
 
-from ._classify import Classifier, Kind
-from ._model import ToolCall
-from ._shell import EDITOR_EFFECTS, Command, Effect, normalise_path, read_command_line
+from ._shell import Command, Effect
 
-__all__ = ["NO_TARGET", "CallTarget", "Command", "Effect", "target_of"]
+__all__ = ["NO_TARGET", "CallTarget", "Command", "Effect"]
 
 # which command of a line speaks for it: one that names a file first, then by what it does (running a
 # program is what a line is for, then changing files, then looking at them)
 _RANK: Final[Mapping[str, int]] = {"run": 6, "revert": 5, "write": 4, "search": 3, "read": 2, "list": 1, "other": 0}
-_KIND_EFFECTS: Final[Mapping[Kind, Effect]] = {
-    "read": "read", "observation": "read", "navigation": "read", "search": "search", "write": "write",
-    "action": "other", "done": "other",
-}
 OPENERS: Final = frozenset({"open", "create"})  # SWE-agent commands that make a file the open one
 
 
@@ -103,33 +97,3 @@ class CallTarget:
 
 
 NO_TARGET: Final = CallTarget("other", "")
-
-
-def target_of(call: ToolCall, classifier: Classifier) -> CallTarget:
-    """The target of `call` as the tool table locates it (before any open file is filled in)."""
-    rule = classifier.locator(call)
-    effect = _KIND_EFFECTS[classifier.kind(call)]
-    if rule is None:
-        return CallTarget.of([Command(call.tool, effect)])
-    if rule.shell is not None:
-        line = call.args.get(rule.shell)
-        if isinstance(line, str):
-            return CallTarget.of(read_command_line(line))
-        return CallTarget.of([Command(call.tool, effect)])  # no line to read: the tool itself
-    assert rule.target is not None
-    verb = call.tool
-    if rule.verb is not None:
-        sub = call.args.get(rule.verb)
-        if isinstance(sub, str) and sub:
-            verb = sub
-            effect = EDITOR_EFFECTS.get(sub, effect)
-    targets = tuple(p for p in (normalise_path(v) for v in _strings(call.args.get(rule.target))) if p is not None)
-    return CallTarget.of([Command(verb, effect, targets)])
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        return [v for v in value if isinstance(v, str)]
-    return []

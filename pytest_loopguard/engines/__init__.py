@@ -1,14 +1,43 @@
 """The built-in engines and the registry a policy resolves engine names against.
 
-Each engine lives in one module: its settings dataclass at the top, its rule below. Third-party
-engines join with `register_engine`.
+Each engine lives in one module: its settings dataclass at the top, its rule below. Other engines join
+through the `loopguard.engines` entry points of installed packages, or `ENGINES.register` in code
+(docs/plugins.md).
 """
 
 from __future__ import annotations
 
-from .base import Engine, EngineSettings, register_engine, registry
+from .._lazy import exports
 
-__all__ = ["ENGINE_ORDER", "Engine", "EngineSettings", "register_engine", "registry"]
+TYPE_CHECKING = False  # typing's, without importing typing: see pytest_loopguard._lazy
+if TYPE_CHECKING:
+    from .base import (
+        ENGINE_ORDER,
+        ENGINES,
+        ENTRY_POINT_GROUP,
+        Engine,
+        EngineSettings,
+        SettingError,
+        load_engine_plugins,
+        register_engine,
+        registry,
+        registry_version,
+    )
 
-# The order engines are consulted and listed in: guards first, then context engines.
-ENGINE_ORDER = ("loop_guard", "read_tracker", "failure_tracker", "budget", "stuck_detector", "dedup", "context")
+__all__ = [
+    "ENGINES",
+    "ENGINE_ORDER",
+    "ENTRY_POINT_GROUP",
+    "Engine",
+    "EngineSettings",
+    "SettingError",
+    "load_engine_plugins",
+    "register_engine",
+    "registry",
+    "registry_version",
+]
+
+__getattr__, __dir__ = exports(__name__, {
+    "base": ("ENGINE_ORDER", "ENGINES", "ENTRY_POINT_GROUP", "Engine", "EngineSettings", "SettingError",
+             "load_engine_plugins", "register_engine", "registry", "registry_version"),
+})

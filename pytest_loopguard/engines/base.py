@@ -1,16 +1,19 @@
-"""What every engine shares: the base class, settings base and the registry of engine classes."""
+"""What every engine shares: the base class, the settings base, and the registry of engine classes."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
+
+from ..core._registry import Registry
 
 if TYPE_CHECKING:
     from ..core._runcontext import RunContext
 
 __all__ = [
+    "ENGINES",
+    "ENGINE_ORDER",
     "ENTRY_POINT_GROUP",
     "Engine",
     "EngineSettings",
@@ -19,6 +22,7 @@ __all__ = [
     "load_engine_plugins",
     "register_engine",
     "registry",
+    "registry_version",
 ]
 
 
@@ -65,76 +69,37 @@ class Engine:
         return frozenset()
 
 
-_BUILTIN_MODULES = {
-    "loop_guard": "loop_guard",
-    "read_tracker": "read_tracker",
-    "failure_tracker": "failure_tracker",
-    "budget": "budget",
-    "stuck_detector": "stuck_detector",
-    "dedup": "dedup",
-    "context": "context",
-}
-_REGISTRY: dict[str, type[Engine]] = {}
-ENTRY_POINT_GROUP = "loopguard.engines"
-_plugins_loaded = False
-_registered = 0
+# The built-in engines, in the order they are consulted and listed in: guards first, then context engines.
+ENGINE_ORDER: Final = ("loop_guard", "read_tracker", "failure_tracker", "budget", "stuck_detector", "dedup", "context")
+ENTRY_POINT_GROUP: Final = "loopguard.engines"
 
+# Every engine class a policy can name. A built-in is named like an entry point (`module:ENGINE`) and imported
+# at the first look-up, so importing this contract never imports an engine.
+ENGINES: Final[Registry[Engine]] = Registry(
+    "engine", Engine, ENTRY_POINT_GROUP, "ENGINE",
+    builtins={name: f"{__package__}.{name}:ENGINE" for name in ENGINE_ORDER},
+)
 
-def register_engine(cls: type[Engine]) -> type[Engine]:
-    """Make an engine class available to policies under `cls.name` (usable as a decorator)."""
-    if not cls.name:
-        raise ValueError(f"{cls.__qualname__} has no `name`")
-    global _registered
-    _REGISTRY[cls.name] = cls
-    _registered += 1
-    return cls
-
-
-def registry_version() -> int:
-    """How many registrations so far: what is cached from the registry is stale once this changes."""
-    return _registered
+register_engine: Final = ENGINES.register  # the name code has used since engines became pluggable
 
 
 def registry() -> dict[str, type[Engine]]:
     """Every known engine class by name: the built-ins, installed plugins' and registered ones (loaded once)."""
-    global _plugins_loaded
-    for name, module in _BUILTIN_MODULES.items():
-        if name not in _REGISTRY:
-            mod = importlib.import_module(f"{__package__}.{module}")
-            register_engine(mod.ENGINE)
-    if not _plugins_loaded:
-        _plugins_loaded = True  # set first: a plugin that fails is reported once, not on every lookup
-        for cls in load_engine_plugins():
-            register_engine(cls)
-    return dict(_REGISTRY)
+    return ENGINES.classes()
+
+
+def registry_version() -> int:
+    """Changes with every registration: what is cached from the registry is stale once it does."""
+    return ENGINES.version
 
 
 def load_engine_plugins() -> list[type[Engine]]:
-    """The engine classes installed packages declare in the `loopguard.engines` entry-point group.
+    """The engine classes installed packages declare in the `loopguard.engines` entry-point group, read now.
 
     An entry point names an Engine subclass (`pkg.module:MyEngine`) or a module with an `ENGINE`, like the
     built-ins; its name must be the engine's `name` (the one policies use) and may not be a built-in's.
     """
-    from importlib.metadata import entry_points
-
-    from ..errors import LoopguardError
-
-    found: list[type[Engine]] = []
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        where = f"engine plugin {ep.name!r} ({ep.value}, entry point group {ENTRY_POINT_GROUP})"
-        try:
-            target = ep.load()
-        except Exception as exc:  # any import error of third-party code: say which plugin, not a traceback
-            raise LoopguardError(f"{where}: cannot load: {type(exc).__name__}: {exc}") from None
-        cls = getattr(target, "ENGINE", target)
-        if not (isinstance(cls, type) and issubclass(cls, Engine)):
-            raise LoopguardError(f"{where}: expected an Engine subclass or a module with ENGINE, got {cls!r}")
-        if ep.name in _BUILTIN_MODULES:
-            raise LoopguardError(f"{where}: {ep.name!r} is a built-in engine; pick another name")
-        if cls.name != ep.name:
-            raise LoopguardError(f"{where}: the class is named {cls.name!r}; name the entry point after it")
-        found.append(cls)
-    return found
+    return ENGINES.installed()
 
 
 S = TypeVar("S")

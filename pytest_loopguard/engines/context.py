@@ -336,22 +336,19 @@ class Context(Engine):
     def _region_lines(self, budget: int | None) -> list[str]:
         """The region lines to inject: all of them in first-read order when `budget` is None, else the
         most recent first while the regions part stays within `budget` tokens."""
-        tracker = self.run.engines.get("read_tracker")
-        if tracker is None:
+        reads = self.run.reads  # the read tracker's regions, when the policy enables it
+        if reads is None:
             return []
         s = self.settings
         if budget is None:
-            lines = _merged(getattr(tracker, "regions", ()), s.merge_regions)
+            lines = _merged(reads.regions, s.merge_regions)
             return [_region_line(*r) for r in lines]
         header = self.run.view.count_tokens(s.read_regions_text.format(regions=""))
         if header >= budget:
             return []
-        recent = getattr(tracker, "recent_regions", None)
-        if recent is None:
-            return []
         # a line costs at least a few tokens, so 4 regions per token of budget is more than can ever be
         # listed (merging included): the scan, like the message, is bounded whatever the run's length
-        scanned = list(itertools.islice(recent(), 4 * budget))
+        scanned = list(itertools.islice(reads.recent_regions(), 4 * budget))
         count = self.run.view.count_tokens
         out: list[str] = []
         used = header

@@ -25,7 +25,8 @@ Three layers; the first two are keyed by what the call asks for rather than by i
 Counting happens in `before_call`, so a call blocked by any engine still counts (the agent made it);
 what was read is learned in `after_call`, only from reads that ran and succeeded.
 
-The ordered set of regions read (`regions`) survives compaction: the context engine injects it.
+The ordered set of regions read (`regions`) survives compaction: the tracker offers it to the run as
+`run.reads` (the `ReadRegions` protocol of `core._runcontext`), and the context engine injects it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..core._identity import key_part
 from ..core._model import ToolCall, ToolResult, Verdict
+from ..core._runcontext import Region
 from ..core.hookspecs import hookimpl
 from .base import Engine, EngineSettings, at_least
 from .lru import DEFAULT_MAX_KEYS, LRUMap
@@ -45,8 +47,6 @@ if TYPE_CHECKING:
     from ..core._runcontext import RunContext
 
 __all__ = ["ENGINE", "ReadTracker", "Region", "Settings"]
-
-Region = tuple[Any, Any, Any]  # (path as given, offset, limit)
 # argument types `key_part` returns as they are (exact types: a subclass might be a container)
 _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 
@@ -117,6 +117,7 @@ class ReadTracker(Engine):
         self._seen_call: ToolCall | None = None
         self._seen_kind: str | None = None
         self._read_region: Region = (None, None, None)
+        run.reads = self  # what the other engines may read of this one (the context engine's injection)
 
     # ---- public state ------------------------------------------------------------------------------
     @property

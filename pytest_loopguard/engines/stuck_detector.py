@@ -17,8 +17,7 @@ messages and 10 condensations; the SDK its window; Gemini 25 keys and a 5,000-ch
 
 from __future__ import annotations
 
-import re
-from collections import Counter, deque
+from collections import deque
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from ..core._identity import is_flat, key_part, ordered_js_json
 from ..core._model import Verdict
 from ..core.hookspecs import hookimpl
+from ._repeated_text import CODE_FENCE, DIVIDER, STRUCTURE, ChunkIndex
 from .base import Engine, EngineSettings, SettingError, at_least
 
 if TYPE_CHECKING:
@@ -395,12 +395,6 @@ class _OpenHandsSDK(_Rules):
 
 
 # ---- gemini ---------------------------------------------------------------------------------------
-_TABLE = re.compile(r"(^|\n)\s*(\|.*\||[|+-]{3,})")
-_LIST_ITEM = re.compile(r"(^|\n)\s*[*-+]\s")  # `*`…`+`: a `- ` bullet is not a list item (as in Gemini)
-_NUMBERED = re.compile(r"(^|\n)\s*\d+\.\s")
-_HEADING = re.compile(r"(^|\n)#+\s")
-_BLOCKQUOTE = re.compile(r"(^|\n)>\s")
-_DIVIDER = re.compile(r"[+-_=*\u2500-\u257F]+")  # `+`…`_` takes in digits and capitals too (as in Gemini)
 _FEEDBACK = (
     "System: Potential loop detected. Details: {details}. Please take a step back and confirm you're making "
     "forward progress. If not, analyze your previous actions and try a different approach."
@@ -417,15 +411,7 @@ class _Gemini(_Rules):
         self._code_block = False  # survives a new prompt (Gemini's reset leaves it)
         self._cut_turn: int | None = None  # the turn whose later calls were never received
         self._cut_next_turn = False  # a content detection on an llm step cuts the turn it starts
-        self._reset_content()
-
-    def _reset_content(self) -> None:
-        self._buffer = ""
-        self._base = 0  # characters cut from the buffer's front since the last reset: positions are absolute
-        self._scan = 0  # absolute
-        # chunk -> where it was seen: one position as an int (most chunks are seen once), several as a list
-        self._positions: dict[str, int | list[int]] = {}
-        self._pruned_at = 0
+        self._chunks = ChunkIndex(settings.chunk_size, settings.content_buffer)  # the content check's text
 
     def _detection(self, rule: str, details: str, data: dict[str, Any]) -> Verdict:
         self._detections += 1
@@ -446,7 +432,7 @@ class _Gemini(_Rules):
         turn = self.run.turn
         if self._cut_turn is not None and turn is not None and turn.index == self._cut_turn:
             return self._cut()
-        self._reset_content()
+        self._chunks.clear()
         s = self.settings
         keys = self._keys
         # Gemini's key is JSON.stringify of the arguments: the call's as-written identity on flat ones
@@ -483,99 +469,40 @@ class _Gemini(_Rules):
 
     def user_message(self) -> None:
         self._keys.clear()
-        self._reset_content()
+        self._chunks.clear()
         self._detections = 0
         self._cut_turn = None
         self._cut_next_turn = False
 
     def _content(self, text: str) -> Verdict | None:
         s = self.settings
-        fences = text.count("```")
-        divider = _DIVIDER.fullmatch(text) is not None
-        if fences or divider or any(p.search(text) for p in (_TABLE, _LIST_ITEM, _NUMBERED, _HEADING, _BLOCKQUOTE)):
-            self._reset_content()
+        fences = text.count(CODE_FENCE)
+        divider = DIVIDER.fullmatch(text) is not None
+        if fences or divider or any(p.search(text) for p in STRUCTURE):
+            self._chunks.clear()
         was_in_code = self._code_block
         if fences % 2:
             self._code_block = not self._code_block
         if was_in_code or self._code_block or divider:
             return None
-        self._buffer += text
-        excess = len(self._buffer) - s.content_buffer
-        if excess > 0:
-            self._buffer = self._buffer[excess:]
-            self._base += excess
-            self._scan = max(self._scan, self._base)
-            if self._base - self._pruned_at >= s.content_buffer:  # amortised: drop positions cut off
-                self._prune()
-        return self._scan_chunks()
-
-    def _prune(self) -> None:
-        base = self._base
-        kept: dict[str, int | list[int]] = {}
-        for chunk, seen in self._positions.items():
-            if isinstance(seen, int):
-                if seen >= base:
-                    kept[chunk] = seen
-            elif seen := [p for p in seen if p >= base]:
-                kept[chunk] = seen
-        self._positions = kept
-        self._pruned_at = base
-
-    def _scan_chunks(self) -> Verdict | None:
-        """Record every chunk from the scan position on; stop at the first that completes a loop.
-
-        Equivalent to visiting each position in turn (Gemini's loop), but a chunk that was not seen before
-        and occurs once in the new stretch ends with one position and cannot complete a loop
-        (`content_threshold` >= 2): those are recorded in bulk, and only the others are visited in order.
-        """
-        s = self.settings
-        size, threshold = s.chunk_size, s.content_threshold
-        buffer, base = self._buffer, self._base
-        first, last = self._scan, base + len(buffer) - size
-        if first > last:
+        found = self._chunks.add(text, s.content_threshold, self._chanting)
+        if found is None:
             return None
-        chunks = [buffer[i:i + size] for i in range(first - base, last - base + 1)]
-        positions = self._positions
-        distinct = set(chunks)
-        hot = positions.keys() & distinct  # seen before ...
-        if len(distinct) < len(chunks):  # ... or more than once in this stretch
-            hot.update(c for c, n in Counter(chunks).items() if n > 1)
-        end = len(chunks)  # the scan reaches this offset (exclusive) unless a detection stops it first
-        verdict = None
-        for k in [k for k, c in enumerate(chunks) if c in hot] if hot else ():
-            chunk, scan = chunks[k], first + k
-            recorded = positions.get(chunk)
-            if recorded is None:
-                positions[chunk] = scan
-                continue
-            # positions cut off with the buffer's front no longer count
-            if isinstance(recorded, int):
-                seen = [recorded] if recorded >= base else []
-                positions[chunk] = seen
-            else:
-                seen = recorded
-                if seen and seen[0] < base:
-                    seen[:] = [p for p in seen if p >= base]
-            seen.append(scan)
-            if len(seen) < threshold:
-                continue
-            tail = seen[-threshold:]
-            if (tail[-1] - tail[0]) / (threshold - 1) > s.max_average_distance:
-                continue
-            if len({buffer[p - base:q - base] for p, q in pairwise(tail)}) <= s.max_distinct_periods:
-                end = k  # the scan stops here: the next text records this chunk again
-                verdict = self._detection(
-                    "content_loop",
-                    f"the same {size} characters were repeated {threshold} times",
-                    {"chunk": chunk, "count": len(seen)},
-                )
-                break
-        # the others in bulk: written over every chunk scanned, then the visited ones put back
-        visited = {c: positions[c] for c in hot if c in positions}
-        positions.update(zip(chunks[:end], range(first, first + end), strict=True))
-        positions.update(visited)
-        self._scan = first + end
-        return verdict
+        chunk, count = found
+        return self._detection(
+            "content_loop", f"the same {s.chunk_size} characters were repeated {s.content_threshold} times",
+            {"chunk": chunk, "count": count},
+        )
+
+    def _chanting(self, seen: list[int], buffer: str, base: int) -> bool:
+        """Whether a chunk's latest `content_threshold` positions are a loop: close together on average, and
+        few distinct texts between one and the next."""
+        s = self.settings
+        threshold = s.content_threshold
+        tail = seen[-threshold:]
+        if (tail[-1] - tail[0]) / (threshold - 1) > s.max_average_distance:
+            return False
+        return len({buffer[p - base:q - base] for p, q in pairwise(tail)}) <= s.max_distinct_periods
 
 
 _RULE_SETS: dict[str, type[_Rules]] = {"openhands": _OpenHands, "openhands_sdk": _OpenHandsSDK, "gemini": _Gemini}

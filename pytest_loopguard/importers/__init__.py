@@ -1,26 +1,29 @@
 """Importers: agent logs (SWE-agent, mini-swe-agent, OpenHands, multi-agent chats...) into loopguard traces.
 
 Library entry points: `import_runs` (a path or `Source` → `ImportedRun`s), `import_traces` (→ `Trace`s)
-and `tar_traces` (the members of a tarball, read without unpacking). Formats are pluggable: see
-`registry` and docs/import.md.
+and `tar_traces` (the members of a tarball, read without unpacking). Formats are pluggable like engines:
+entry points of the `loopguard.importers` group, or `IMPORTERS.register` in code (docs/plugins.md); a
+plugin's importer writes its steps with `build.ImportedRunBuilder`.
 """
 
 from __future__ import annotations
 
-import tarfile
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from .._lazy import exports
 
-from ..core._limits import MAX_LOG_BYTES
-from ..core._model import Trace
-from ..errors import TraceError
-from ..io._format import trace_from_mapping
-from .base import ImportedRun, Importer, Row, Source, trace_name
-from .registry import ENTRY_POINT_GROUP, available, builtin_importers, detect, get
+TYPE_CHECKING = False  # typing's, without importing typing: see pytest_loopguard._lazy
+if TYPE_CHECKING:
+    from ._convert import import_runs, import_traces, tar_traces, to_trace
+    from .base import ImportedRun, Importer, Row, Source, trace_name
+    from .bench import import_bench
+    from .build import ImportedRunBuilder
+    from .recognise import skip_note
+    from .registry import ENTRY_POINT_GROUP, IMPORTERS, available, builtin_importers, detect, get, register_importer
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "IMPORTERS",
     "ImportedRun",
+    "ImportedRunBuilder",
     "Importer",
     "Row",
     "Source",
@@ -28,63 +31,22 @@ __all__ = [
     "builtin_importers",
     "detect",
     "get",
+    "import_bench",
     "import_runs",
     "import_traces",
+    "register_importer",
+    "skip_note",
     "tar_traces",
     "to_trace",
     "trace_name",
 ]
 
-
-def import_runs(source: str | Path | Source, fmt: str | None = None,
-                importers: list[Importer] | None = None) -> list[ImportedRun]:
-    """Convert one file or event folder: every run in it, by format `fmt` or the detected one.
-
-    Raises a one-line `TraceError` for an unknown format, an unrecognised file or unreadable JSON.
-    """
-    src = source if isinstance(source, Source) else Source.from_path(source, MAX_LOG_BYTES)
-    pool = importers if importers is not None else available()
-    imp = get(fmt, pool) if fmt else detect(src, pool)
-    return list(imp.convert(src))
-
-
-def to_trace(run: ImportedRun, origin: str | None = None) -> Trace:
-    """The loaded `Trace` of an imported run (validated like any trace file)."""
-    return trace_from_mapping(run.trace, path=origin or run.run_id)
-
-
-def import_traces(source: str | Path | Source, fmt: str | None = None) -> list[Trace]:
-    """`import_runs`, loaded as `Trace` objects."""
-    return [to_trace(run) for run in import_runs(source, fmt)]
-
-
-def tar_traces(tar_path: str | Path, fmt: str | None = None,
-               members: Iterable[str] | None = None) -> Iterator[tuple[str, Trace]]:
-    """(member name, trace) for each JSON member of a tarball, read in memory (nothing unpacked to disk).
-
-    `members` limits it to those names. Each member is detected separately unless `fmt` is given. Without
-    `members`, a valid JSON member that no importer recognises (e.g. the calibration corpus's
-    `resolved.json`) is passed over; with `members`, it is an error like any other.
-    """
-    wanted = set(members) if members is not None else None
-    pool = available()
-    with tarfile.open(tar_path) as tar:
-        for info in tar:
-            if not info.isfile() or (wanted is not None and info.name not in wanted):
-                continue
-            if wanted is None and not info.name.endswith((".json", ".jsonl", ".traj")):
-                continue
-            fh = tar.extractfile(info)
-            if fh is None:  # pragma: no cover - isfile() members always have data
-                raise TraceError("unreadable tar member", file=f"{tar_path}:{info.name}")
-            data = fh.read()
-            src = Source.from_bytes(f"{tar_path}:{info.name}", data)
-            if fmt is None and wanted is None and src.parsed is not None:
-                try:
-                    imp = detect(src, pool)
-                except TraceError:
-                    continue
-            else:
-                imp = get(fmt, pool) if fmt else detect(src, pool)
-            for run in imp.convert(src):
-                yield info.name, to_trace(run, src.name)
+__getattr__, __dir__ = exports(__name__, {
+    "_convert": ("import_runs", "import_traces", "tar_traces", "to_trace"),
+    "base": ("ImportedRun", "Importer", "Row", "Source", "trace_name"),
+    "bench": ("import_bench",),
+    "build": ("ImportedRunBuilder",),
+    "recognise": ("skip_note",),
+    "registry": ("ENTRY_POINT_GROUP", "IMPORTERS", "available", "builtin_importers", "detect", "get",
+                 "register_importer"),
+})

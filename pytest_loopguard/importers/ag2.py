@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
-from .build import TraceBuilder, result, text_of
+from .build import ImportedRunBuilder, result, text_of
 
 __all__ = ["AG2GroupChat"]
 
@@ -46,7 +46,7 @@ class AG2GroupChat(Importer):
         meta = doc if isinstance(doc, dict) else {}
         stem = source.stem
         run_id = str(meta.get("question_ID") or meta.get("id") or stem)
-        b = TraceBuilder(run_id, file=source.name, agent="AG2 group chat", description=f"AG2 group chat {stem}")
+        b = ImportedRunBuilder(run_id, file=source.name, agent="AG2 group chat", description=f"AG2 group chat {stem}")
         for key, value in meta.items():
             if key != "history" and isinstance(value, (str, int, float, bool)):
                 b.header_x[f"x-{key}"] = value

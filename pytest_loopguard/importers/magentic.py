@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
-from .build import TraceBuilder, result
+from .build import ImportedRunBuilder, result
 
 __all__ = ["MagenticOne"]
 
@@ -52,7 +52,7 @@ class MagenticOne(Importer):
                              file=source.name, field="history")
         stem = source.stem
         run_id = f"magentic-{doc.get('question_ID') or stem}"
-        b = TraceBuilder(run_id, file=source.name, agent="Magentic-One",
+        b = ImportedRunBuilder(run_id, file=source.name, agent="Magentic-One",
                          description=f"Magentic-One log {stem}: {str(doc.get('question', ''))[:120]}")
         for key in ("question_ID", "level", "ground_truth", "is_corrected", "mistake_agent", "mistake_step",
                     "mistake_reason"):
@@ -65,7 +65,7 @@ class MagenticOne(Importer):
             self._item(b, i, str(item.get("role", "")), str(item.get("content") or ""))
         yield b.build()
 
-    def _item(self, b: TraceBuilder, i: int, role: str, text: str) -> None:
+    def _item(self, b: ImportedRunBuilder, i: int, role: str, text: str) -> None:
         if role in HUMAN_ROLES:
             b.message("user", text, origin="user", index=i)
             return

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
-from .build import TraceBuilder, obj, parse_arguments, result
+from .build import ImportedRunBuilder, obj, parse_arguments, result
 
 __all__ = ["MiniSweAgent1", "MiniSweAgent11", "convert_messages"]
 
@@ -85,7 +85,7 @@ def convert_messages(doc: dict[str, Any], source: Source, fmt: str) -> ImportedR
     info = obj(doc.get("info"))
     run_id = str(doc.get("instance_id") or source.stem.removesuffix(".traj"))
     version = info.get("mini_version")
-    b = TraceBuilder(run_id, file=source.name, agent=f"mini-swe-agent {version}" if version else "mini-swe-agent",
+    b = ImportedRunBuilder(run_id, file=source.name, agent=f"mini-swe-agent {version}" if version else "mini-swe-agent",
                      model=_model(doc), description=f"{fmt} trajectory of {run_id}")
     b.header_x.update({"x-trajectory_format": fmt, "x-exit_status": info.get("exit_status"),
                        "x-model_stats": info.get("model_stats")})
@@ -100,7 +100,7 @@ def convert_messages(doc: dict[str, Any], source: Source, fmt: str) -> ImportedR
 class _Walker:
     """Walks the message list once; a harness reply is consumed by the assistant turn it answers."""
 
-    def __init__(self, b: TraceBuilder, msgs: list[Any]) -> None:
+    def __init__(self, b: ImportedRunBuilder, msgs: list[Any]) -> None:
         self.b = b
         self.msgs = msgs
         self.used: set[int] = set()

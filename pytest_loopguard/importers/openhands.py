@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
-from .build import TraceBuilder, obj, parse_arguments, result, seq
+from .build import ImportedRunBuilder, obj, parse_arguments, result, seq
 
 __all__ = ["OpenHandsV0", "error_of"]
 
@@ -118,7 +118,7 @@ def _is_event_list(value: Any) -> bool:
 class _Events:
     """Converts one event list (ids and causes, or positional pairs) into steps."""
 
-    def __init__(self, b: TraceBuilder, events: list[Any], *, key: str) -> None:
+    def __init__(self, b: ImportedRunBuilder, events: list[Any], *, key: str) -> None:
         self.b = b
         self.events = events
         self.key = key  # how source.index names an event: its `id`, or its position in `history`
@@ -257,7 +257,7 @@ class OpenHandsV0(Importer):
         metadata = obj(meta.get("metadata"))
         llm_config = obj(metadata.get("llm_config"))
         agent = metadata.get("agent_class")
-        b = TraceBuilder(run_id, file=source.name, row=row,
+        b = ImportedRunBuilder(run_id, file=source.name, row=row,
                          agent=f"OpenHands {agent}" if agent else "OpenHands", model=llm_config.get("model"),
                          description=f"OpenHands run {run_id}")
         with_ids = any(isinstance(e, dict) and "id" in e for e in events)

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from ..core._safeload import check_json_depth, read_text
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
-from .build import TraceBuilder, obj, parse_arguments, result
+from .build import ImportedRunBuilder, obj, parse_arguments, result
 
 __all__ = ["OpenHandsV1"]
 
@@ -70,14 +70,14 @@ class OpenHandsV1(Importer):
         if not events:
             raise TraceError("no event-NNNNN-<id>.json files in this folder", file=source.name)
         run_id = source.path.name
-        b = TraceBuilder(run_id, file=source.name, agent="OpenHands SDK",
+        b = ImportedRunBuilder(run_id, file=source.name, agent="OpenHands SDK",
                          description=f"OpenHands conversation {run_id}")
         _Conversation(b).run(events)
         yield b.build()
 
 
 class _Conversation:
-    def __init__(self, b: TraceBuilder) -> None:
+    def __init__(self, b: ImportedRunBuilder) -> None:
         self.b = b
         self.by_action: dict[str, dict[str, Any]] = {}  # ActionEvent id -> tool step
         self.by_call: dict[str, dict[str, Any]] = {}  # tool_call_id -> tool step

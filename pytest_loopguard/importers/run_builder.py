@@ -1,4 +1,4 @@
-"""`RunBuilder`: a `TraceBuilder` for chat-style logs, where a call's result arrives later, by call id.
+"""`RunBuilder`: an `ImportedRunBuilder` for chat-style logs, where a call's result arrives later, by call id.
 
 The SDK-log importers (OpenAI, Anthropic, OpenTelemetry) share this: a call is written where the model asked
 for it and its result is filled in when it arrives, however late or out of order. A result whose call never
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from .base import ImportedRun
-from .build import TraceBuilder, parse_arguments
+from .build import ImportedRunBuilder, parse_arguments
 
 __all__ = [
     "At", "RunBuilder", "content_text", "list_at", "mapping_at", "parse_arguments", "response_facts", "usage_tokens",
@@ -91,8 +91,8 @@ def response_facts(builder: RunBuilder, response: Mapping[str, Any], details: st
     return facts
 
 
-class RunBuilder(TraceBuilder):
-    """A `TraceBuilder` whose steps each name their JSONL row, and whose calls wait for results by call id."""
+class RunBuilder(ImportedRunBuilder):
+    """An `ImportedRunBuilder` whose steps each name their JSONL row, and whose calls wait for results by call id."""
 
     def __init__(self, file: str, run_id: str, *, fmt: str) -> None:
         super().__init__(run_id, file=file)
@@ -101,7 +101,7 @@ class RunBuilder(TraceBuilder):
         self._ids: set[str] = set()
 
     def _place(self, at: At) -> int | str | None:
-        # TraceBuilder writes `self.row` into each step's source; here every step may come from its own row.
+        # ImportedRunBuilder writes `self.row` into each step's source; here every step may come from its own row.
         self.row = at[0]
         return at[1]
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from ..core._safeload import check_json_depth
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
-from .build import TraceBuilder, obj, parse_arguments, result, seq, text_of
+from .build import ImportedRunBuilder, obj, parse_arguments, result, seq, text_of
 
 __all__ = ["SweAgent"]
 
@@ -87,7 +87,7 @@ class SweAgent(Importer):
         info = obj(doc.get("info"))
         run_id = source.stem.removesuffix(".traj")
         version = info.get("swe_agent_version")
-        b = TraceBuilder(run_id, file=source.name, agent=f"SWE-agent {version}" if version else "SWE-agent",
+        b = ImportedRunBuilder(run_id, file=source.name, agent=f"SWE-agent {version}" if version else "SWE-agent",
                          model=_model(doc), description=f"SWE-agent trajectory of {run_id}")
         b.header_x.update({"x-exit_status": info.get("exit_status"), "x-model_stats": info.get("model_stats"),
                            "x-environment": doc.get("environment")})
@@ -115,7 +115,7 @@ class SweAgent(Importer):
             b.tool(tool, args, index=i, result=result(observation, error=error), x=x)
         return b.build()
 
-    def _messages(self, b: TraceBuilder, history: list[Any]) -> None:
+    def _messages(self, b: ImportedRunBuilder, history: list[Any]) -> None:
         """The system prompt and the task (history items before the first action); demonstrations are skipped."""
         for i, item in enumerate(history):
             if not isinstance(item, dict):

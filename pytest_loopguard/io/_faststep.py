@@ -19,8 +19,18 @@ from typing import Any, Final
 
 from ..core._identity import canonical_json, flat_canonical_json
 from ..core._limits import MAX_INT, MAX_SETTING, MAX_STRING
-from ..core._model import LLMCall, Step, StepExpect, StepSource, ToolCall, ToolResult
+from ..core._model import (
+    LLMCall,
+    LLMStep,
+    Step,
+    StepExpect,
+    StepSource,
+    ToolCall,
+    ToolResult,
+    ToolStep,
+)
 from ..core._safeload import parse_json, plain_value
+from ..core._steps import _StepFields
 from ..errors import TraceError
 from ._read import parse_step_expect, read_step, step_source
 from ._spec import LLM_KEYS, RESULT_KEYS, STEP_COMMON_KEYS, STEP_KEYS
@@ -51,7 +61,7 @@ _NULLABLE: Final = frozenset(STEP_COMMON_KEYS) - _INLINE  # each written as null
 def step_from_line(text: str, index: int, path: str | None, line: int) -> Step:
     """Step `index` from its JSONL line; a bad line raises the loader's `TraceError` (file, line, step, field)."""
     got = _fast(text, index)
-    if type(got) is Step:
+    if got is not None and not isinstance(got, dict):
         return got
     # a plain mapping of another shape goes straight to the step reader; anything else is checked in full
     raw = got if got is not None else parse_json(text, path, line)
@@ -65,7 +75,7 @@ def plain_step(text: str, index: int) -> Step | None:
     """Step `index` when its line is plainly valid, else None (never an error: the caller then reads the
     line, or the whole file, with the full checks, which word the error)."""
     got = _fast(text, index)
-    if got is None or type(got) is Step:
+    if got is None or not isinstance(got, dict):
         return got
     try:
         return read_step(got, index)
@@ -172,8 +182,8 @@ def _tool(raw: dict[str, Any], index: int) -> Step | None:
     r = raw.get("result")
     if r is not None and (result := _result(r)) is None:
         return None
-    return _new_step(index, "tool", ToolCall(tool, args, canonical), result, None, common.expect, t,
-                     common.extensions or {}, common.agent, common.source)
+    return _new_tool_step(index, ToolCall(tool, args, canonical), result, common.expect, t,
+                          common.extensions or {}, common.agent, common.source)
 
 
 def _flat_args(args: dict[str, Any]) -> bool | None:
@@ -243,8 +253,8 @@ def _llm_step(raw: dict[str, Any], index: int) -> Step | None:
             output_tokens is not None and (type(output_tokens) is not int or not 0 <= output_tokens <= MAX_SETTING)
     ) or (error is not None and type(error) is not str) or (text is not None and type(text) is not str):
         return None
-    return _new_step(index, "llm", None, None, _new_llm(input_tokens, output_tokens, error, text), common.expect, t,
-                     common.extensions or {}, common.agent, common.source)
+    return _new_llm_step(index, _new_llm(input_tokens, output_tokens, error, text), common.expect, t,
+                         common.extensions or {}, common.agent, common.source)
 
 
 # ---- building the frozen model objects ------------------------------------------------------------------
@@ -256,39 +266,67 @@ def _llm_step(raw: dict[str, Any], index: int) -> Step | None:
 # added there cannot be left unset here (tests/core/test_faststep.py compares every field, too). A compiled
 # model (the optional mypyc build) has native classes, which have no slots to share: their own constructors
 # build them, and are fast there.
-_STEP_FIELDS: Final = ("index", "kind", "call", "result", "llm", "phase", "message", "done", "expect", "t", "line",
-                       "extensions", "rejected", "agent", "source")
+_COMMON_FIELDS: Final = ("index", "expect", "t", "line", "extensions", "agent", "source")
+_TOOL_FIELDS: Final = ("call", "result", "kind")
+_LLM_STEP_FIELDS: Final = ("llm", "kind")
 _RESULT_FIELDS: Final = ("ok", "text", "error", "tokens", "bytes", "changed", "exit_code")
 _LLM_FIELDS: Final = ("input_tokens", "output_tokens", "error", "text")
 
 
-def _twinnable(cls: type, names: tuple[str, ...]) -> bool:
-    """Whether `cls` has exactly the slots `names` (False: a compiled class); its fields must be `names`."""
+def _twinnable(cls: type, names: tuple[str, ...], inherited: tuple[str, ...] = ()) -> bool:
+    """Whether `cls` adds exactly the slots `names` to its base's (False: a compiled class); its fields must be
+    `inherited` + `names`."""
     fields = tuple(f.name for f in dataclasses.fields(cls))
-    if fields != names:  # a model change: the builders below must set the new field too
-        raise RuntimeError(f"faststep builds {cls.__name__} with fields {names}, the model has {fields}")
+    if fields != inherited + names:  # a model change: the builders below must set the new field too
+        raise RuntimeError(f"faststep builds {cls.__name__} with fields {inherited + names}, the model has {fields}")
     return getattr(cls, "__slots__", None) == names
 
 
-class _StepTwin:
-    __slots__ = _STEP_FIELDS
+_TWINS: Final = all([_twinnable(ToolStep, _TOOL_FIELDS, _COMMON_FIELDS),
+                     _twinnable(LLMStep, _LLM_STEP_FIELDS, _COMMON_FIELDS),
+                     _twinnable(_StepFields, _COMMON_FIELDS),
+                     _twinnable(ToolResult, _RESULT_FIELDS), _twinnable(LLMCall, _LLM_FIELDS)])
 
-    def __init__(self, index: int, kind: str, call: ToolCall | None, result: ToolResult | None,
-                 llm: LLMCall | None, expect: StepExpect | None, t: int | None, extensions: dict[str, Any],
-                 agent: str | None, source: StepSource | None) -> None:
+# A step's twin derives from the steps' common base, as its class does, so the two add the same slots to the
+# same base: the layout CPython requires for the __class__ assignment. It stores plainly (no frozen setattr);
+# the base is typed Any for it, as mypy takes a frozen dataclass's fields for read-only. A compiled base (a
+# native class) takes no Python subclass: the constructors build its steps.
+_TwinBase: Any = _StepFields if _TWINS else object
+
+
+class _ToolStepTwin(_TwinBase):  # type: ignore[misc]  # an Any base: see above
+    __slots__ = _TOOL_FIELDS
+    __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__  # both, or CPython keeps the slow setattr slot of the frozen base
+
+    def __init__(self, index: int, call: ToolCall, result: ToolResult | None, expect: StepExpect | None,
+                 t: int | None, extensions: dict[str, Any], agent: str | None, source: StepSource | None) -> None:
         self.index = index
-        self.kind = kind
         self.call = call
         self.result = result
-        self.llm = llm
-        self.phase = None
-        self.message = None
-        self.done = None
+        self.kind = "tool"
         self.expect = expect
         self.t = t
         self.line = None
         self.extensions = extensions
-        self.rejected = None
+        self.agent = agent
+        self.source = source
+
+
+class _LLMStepTwin(_TwinBase):  # type: ignore[misc]
+    __slots__ = _LLM_STEP_FIELDS
+    __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__  # both, or CPython keeps the slow setattr slot of the frozen base
+
+    def __init__(self, index: int, llm: LLMCall, expect: StepExpect | None, t: int | None,
+                 extensions: dict[str, Any], agent: str | None, source: StepSource | None) -> None:
+        self.index = index
+        self.llm = llm
+        self.kind = "llm"
+        self.expect = expect
+        self.t = t
+        self.line = None
+        self.extensions = extensions
         self.agent = agent
         self.source = source
 
@@ -318,12 +356,19 @@ class _LLMTwin:
         self.text = text
 
 
-def _twin_step(index: int, kind: str, call: ToolCall | None, result: ToolResult | None, llm: LLMCall | None,
-               expect: StepExpect | None, t: int | None, extensions: dict[str, Any], agent: str | None,
-               source: StepSource | None) -> Step:
-    """A tool or llm step (no phase, message, done, rejected or line), as `Step(...)` makes it."""
-    step: Any = _StepTwin(index, kind, call, result, llm, expect, t, extensions, agent, source)
-    step.__class__ = Step
+def _twin_tool_step(index: int, call: ToolCall, result: ToolResult | None, expect: StepExpect | None, t: int | None,
+                    extensions: dict[str, Any], agent: str | None, source: StepSource | None) -> ToolStep:
+    """A tool step (no line), as `ToolStep(...)` makes it."""
+    step: Any = _ToolStepTwin(index, call, result, expect, t, extensions, agent, source)
+    step.__class__ = ToolStep
+    return step  # type: ignore[no-any-return]
+
+
+def _twin_llm_step(index: int, llm: LLMCall, expect: StepExpect | None, t: int | None, extensions: dict[str, Any],
+                   agent: str | None, source: StepSource | None) -> LLMStep:
+    """An llm step (no line), as `LLMStep(...)` makes it."""
+    step: Any = _LLMStepTwin(index, llm, expect, t, extensions, agent, source)
+    step.__class__ = LLMStep
     return step  # type: ignore[no-any-return]
 
 
@@ -340,15 +385,18 @@ def _twin_llm(input_tokens: int | None, output_tokens: int | None, error: str | 
     return llm  # type: ignore[no-any-return]
 
 
-def _built_step(index: int, kind: str, call: ToolCall | None, result: ToolResult | None, llm: LLMCall | None,
-                expect: StepExpect | None, t: int | None, extensions: dict[str, Any], agent: str | None,
-                source: StepSource | None) -> Step:
-    return Step(index, kind, call, result, llm, None, None, None, expect, t, None, extensions,  # type: ignore[arg-type]
-                None, agent, source)
+def _built_tool_step(index: int, call: ToolCall, result: ToolResult | None, expect: StepExpect | None,
+                     t: int | None, extensions: dict[str, Any], agent: str | None,
+                     source: StepSource | None) -> ToolStep:
+    return ToolStep(index, call, result, expect=expect, t=t, extensions=extensions, agent=agent, source=source)
 
 
-_TWINS: Final = all([_twinnable(Step, _STEP_FIELDS), _twinnable(ToolResult, _RESULT_FIELDS),
-                     _twinnable(LLMCall, _LLM_FIELDS)])
-_new_step: Final = _twin_step if _TWINS else _built_step
+def _built_llm_step(index: int, llm: LLMCall, expect: StepExpect | None, t: int | None, extensions: dict[str, Any],
+                    agent: str | None, source: StepSource | None) -> LLMStep:
+    return LLMStep(index, llm, expect=expect, t=t, extensions=extensions, agent=agent, source=source)
+
+
+_new_tool_step: Final = _twin_tool_step if _TWINS else _built_tool_step
+_new_llm_step: Final = _twin_llm_step if _TWINS else _built_llm_step
 _new_result: Final[Callable[..., ToolResult]] = _twin_result if _TWINS else ToolResult
 _new_llm: Final[Callable[..., LLMCall]] = _twin_llm if _TWINS else LLMCall

@@ -19,9 +19,14 @@ from ..core._model import (
     OUTCOMES,
     PHASES,
     Done,
+    DoneStep,
     LLMCall,
+    LLMStep,
     Message,
+    MessageStep,
+    PhaseStep,
     Rejected,
+    RejectedStep,
     RunExpect,
     Step,
     StepExpect,
@@ -29,6 +34,7 @@ from ..core._model import (
     Task,
     ToolCall,
     ToolResult,
+    ToolStep,
     Trace,
 )
 from ..errors import PolicyError, TraceError, brief
@@ -204,22 +210,22 @@ def read_step(raw: Any, index: int) -> Step:
         except ValueError as exc:
             raise _fail(str(exc), "args", index) from None
         result = _result(s["result"], index) if s.get("result") is not None else None
-        return Step(index, "tool", call=call, result=result, **common)
+        return ToolStep(index, call, result, **common)
     if kind == "llm":
-        return Step(index, "llm", llm=_llm(s["llm"], "llm", LLM_KEYS, index), **common)
+        return LLMStep(index, _llm(s["llm"], "llm", LLM_KEYS, index), **common)
     if kind == "rejected":
-        return Step(index, "rejected", rejected=_rejected(s["rejected"], index), **common)
+        return RejectedStep(index, _rejected(s["rejected"], index), **common)
     if kind == "phase":
-        return Step(index, "phase", phase=_choice(s["phase"], PHASES, "phase", index, "phase"), **common)
+        return PhaseStep(index, _choice(s["phase"], PHASES, "phase", index, "phase"), **common)
     if kind == "message":
-        return Step(index, "message", message=_message(s["message"], index), **common)
+        return MessageStep(index, _message(s["message"], index), **common)
     raw_done = s["done"]
     if raw_done is None or raw_done is True:
         raw_done = {}
     d = _mapping(raw_done, "done", index)
     _keys(d, DONE_KEYS, "done", index)
     success = _bool(d["success"], "done.success", index) if d.get("success") is not None else None
-    return Step(index, "done", done=Done(success, _str(d.get("text", ""), "done.text", index)), **common)
+    return DoneStep(index, Done(success, _str(d.get("text", ""), "done.text", index)), **common)
 
 
 def _llm(raw: Any, field: str, keys: tuple[str, ...], step: int) -> LLMCall:

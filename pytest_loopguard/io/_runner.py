@@ -18,7 +18,7 @@ from . import _format as traceio
 if TYPE_CHECKING:
     from loopguard_simulators.loop import Simulation
 
-__all__ = ["Simulation", "check_scenario", "execute", "load_file", "simulate", "validate_paths"]
+__all__ = ["Simulation", "check_scenario", "execute", "load_runnable", "simulate", "validate_runnable"]
 
 # The simulators (and what they import: faker for fake files and pages) load on the first scenario, not
 # with this module: the pytest plugin imports it, and a corpus of recorded traces never needs them.
@@ -66,18 +66,18 @@ def check_scenario(trace: Trace) -> None:
         raise exc.located(file=trace.path) from None
 
 
-def load_file(path: str | Path) -> list[Trace]:
-    """`traceio.load_file`, with every scenario in the file checked."""
+def load_runnable(path: str | Path) -> list[Trace]:
+    """The file's traces, each ready to run: `traceio.load_file`, with every scenario in the file checked."""
     traces = traceio.load_file(path)
     for trace in traces:
         check_scenario(trace)
     return traces
 
 
-def validate_paths(
+def validate_runnable(
     paths: Iterable[str | Path], *, skipped: list[NotATraceError] | None = None
 ) -> tuple[list[Trace], list[TraceError]]:
-    """`traceio.validate_paths`, with every scenario checked: a malformed one is an error, not a trace."""
+    """`traceio.validate_paths` keeping only traces ready to run: a malformed scenario is an error, not a trace."""
     loaded, errors = traceio.validate_paths(paths, skipped=skipped)
     traces: list[Trace] = []
     for trace in loaded:

@@ -1,7 +1,7 @@
 """Append-only JSONL trace writer: the header first, then one flushed line per event.
 
     with Recorder("runs/today.jsonl", name="today", policy="default") as rec:
-        rec.write(Step(0, "tool", call=ToolCall.of("read_file", {"path": "a.py"}), result=ToolResult()))
+        rec.write(ToolStep(0, ToolCall.of("read_file", {"path": "a.py"}), ToolResult()))
 
 Every line reaches the operating system before `write` returns, so a run killed mid-write loses at most
 its torn last line (which `traceio` reports as a warning). Strings pass through a `Redactor` first, one

@@ -27,9 +27,14 @@ from ..core._model import (
     OUTCOMES,
     PHASES,
     Done,
+    DoneStep,
     LLMCall,
+    LLMStep,
     Message,
+    MessageStep,
+    PhaseStep,
     Rejected,
+    RejectedStep,
     RunExpect,
     Step,
     StepExpect,
@@ -37,6 +42,7 @@ from ..core._model import (
     Task,
     ToolCall,
     ToolResult,
+    ToolStep,
     Trace,
 )
 from ..io._format import STEP_ACTIONS, dump
@@ -177,22 +183,22 @@ StepLike = ToolCall | tuple[ToolCall, ToolResult | None] | Step | LLMCall | Mess
 
 def _to_step(item: StepLike, index: int) -> Step:
     if isinstance(item, ToolCall):
-        return Step(index, "tool", call=item)
+        return ToolStep(index, item)
     if isinstance(item, tuple):
         call, result = item
-        return Step(index, "tool", call=call, result=result)
+        return ToolStep(index, call, result)
     if isinstance(item, Step):
         return dataclasses.replace(item, index=index)
     if isinstance(item, LLMCall):
-        return Step(index, "llm", llm=item)
+        return LLMStep(index, item)
     if isinstance(item, Message):
-        return Step(index, "message", message=item)
+        return MessageStep(index, item)
     if isinstance(item, Done):
-        return Step(index, "done", done=item)
+        return DoneStep(index, item)
     if isinstance(item, Rejected):
-        return Step(index, "rejected", rejected=item)
+        return RejectedStep(index, item)
     if isinstance(item, str) and item in PHASES:
-        return Step(index, "phase", phase=item)
+        return PhaseStep(index, item)
     raise TypeError(f"cannot make a step of {item!r}")
 
 
@@ -489,20 +495,20 @@ def steps(
                       output_tokens=st.none() | st.integers(0, 10**4))
     by_kind: dict[str, SearchStrategy[Step]] = {
         "tool": st.builds(
-            lambda call, result, expect, t: Step(0, "tool", call=call, result=result, expect=expect, t=t),
+            lambda call, result, expect, t: ToolStep(0, call, result, expect=expect, t=t),
             tool_calls(args=arguments(unicode=unicode)),
             results,
             expects,
             times,
         ),
         "rejected": st.builds(
-            lambda rejected, expect, t: Step(0, "rejected", rejected=rejected, expect=expect, t=t),
+            lambda rejected, expect, t: RejectedStep(0, rejected, expect=expect, t=t),
             st.builds(Rejected, st.sampled_from(REJECT_REASONS), st.none() | text, st.none() | usage),
             expects,
             times,
         ),
         "llm": st.builds(
-            lambda llm, expect, t: Step(0, "llm", llm=llm, expect=expect, t=t),
+            lambda llm, expect, t: LLMStep(0, llm, expect=expect, t=t),
             st.one_of(
                 st.builds(
                     LLMCall,
@@ -515,15 +521,15 @@ def steps(
             expects,
             times,
         ),
-        "phase": st.builds(lambda phase, expect: Step(0, "phase", phase=phase, expect=expect),
+        "phase": st.builds(lambda phase, expect: PhaseStep(0, phase, expect=expect),
                            st.sampled_from(PHASES), expects),
         "message": st.builds(
-            lambda message, expect: Step(0, "message", message=message, expect=expect),
+            lambda message, expect: MessageStep(0, message, expect=expect),
             _messages(text, additions),
             expects,
         ),
         "done": st.builds(
-            lambda done, expect: Step(0, "done", done=done, expect=expect),
+            lambda done, expect: DoneStep(0, done, expect=expect),
             st.builds(Done, st.none() | st.booleans(), text),
             expects,
         ),

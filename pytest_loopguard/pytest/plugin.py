@@ -55,7 +55,7 @@ STREAM_FROM_BYTES: Final = 1 << 20
 
 # eq=False keeps identity hashing: pluggy hashes plugins (a conftest's hook subsets put them in sets).
 @dataclasses.dataclass(slots=True, eq=False)
-class LoopguardSession:
+class PytestSessionState:
     """One pytest session's options and the trace entries that came back (from this process or xdist workers).
 
     Registered as a plugin so its hooks reach this session's state without module globals.
@@ -101,7 +101,7 @@ class LoopguardSession:
         if self.worker:
             return
         if self.report_path is not None:
-            from ..report._document import write_report
+            from ..report._write import write_report
 
             try:
                 write_report(self.report_path, self.entries, self.meta)
@@ -148,7 +148,7 @@ class LoopguardSession:
             terminalreporter.write_line(f"loopguard: report written to {self.report_path}")
 
 
-session_key: Final = pytest.StashKey[LoopguardSession]()
+session_key: Final = pytest.StashKey[PytestSessionState]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -229,14 +229,14 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"{option}: {exc}") from None
     report: str | None = config.getoption("loopguard_report", None)
     if report:
-        from ..report._document import report_format
+        from ..report._write import report_format
 
         try:
             report_format(report)
         except ValueError as exc:
             raise pytest.UsageError(f"--loopguard-report: {exc}") from None
     roots = tuple((config.rootpath / p).resolve() for p in config.getini("loopguard_paths"))
-    state = LoopguardSession(
+    state = PytestSessionState(
         policy=policy,
         matrix=matrix,
         report_path=Path(report).resolve() if report else None,
@@ -369,10 +369,10 @@ class TraceFile(pytest.File):
             # The loader warns about torn JSONL lines; the items re-emit those warnings when they run.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", LoopguardWarning)
-                from ..io._runner import load_file
+                from ..io._runner import load_runnable
 
                 try:
-                    self._loaded = load_file(self.path)
+                    self._loaded = load_runnable(self.path)
                 except TraceError as exc:
                     self._loaded = exc
         if isinstance(self._loaded, TraceError):
@@ -465,7 +465,7 @@ class TraceItem(pytest.Item):
         if mismatches:
             raise TraceMismatch(result, mismatches)
 
-    def _streamed(self, state: LoopguardSession) -> StreamedRun | None:
+    def _streamed(self, state: PytestSessionState) -> StreamedRun | None:
         """The run of a large JSONL trace replayed as its file is read, as `loopguard run` does: memory stays flat,
         and a file over the loader's size cap runs. None for a smaller file (loaded whole, which is faster), where
         something needs every step's result (a report, the coverage table, an update), for a matrix (each policy

@@ -12,6 +12,8 @@ import sys
 from collections.abc import Collection, Iterable, Iterator, Sequence, Sized
 from typing import Any, Final, TextIO, TypeVar
 
+from ..errors import needs_extra
+
 __all__ = [
     "MIN_COLUMN", "colour_enabled", "emit", "fit_table", "fit_widths", "plain_table", "progress", "terminal_width",
 ]
@@ -90,12 +92,14 @@ def fit_table(
     width = terminal_width(stream)
     text = plain_table(rows, headers)
     if text is None:
-        from tabulate import tabulate  # loaded only for cells the plain rendering leaves to it
+        with needs_extra("loopguard's table output"):
+            from tabulate import tabulate  # loaded only for cells the plain rendering leaves to it
 
         text = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
     if width is None or not rows or max(len(line) for line in text.splitlines()) <= width:
         return text
-    from tabulate import tabulate
+    with needs_extra("loopguard's table output"):
+        from tabulate import tabulate
 
     empty = {i for i, h in enumerate(headers) if h in droppable and all(str(r[i]) in ("0", "") for r in rows)}
     if empty:

@@ -1,18 +1,16 @@
-"""The report file `--loopguard-report PATH` and `loopguard run --report PATH` write: one document, three forms.
+"""The report document that `--loopguard-report PATH` and `loopguard run --report PATH` write, and how to read it.
 
 The document (schema version `REPORT_SCHEMA`) holds run metadata, one entry per replayed trace (the JSON
-entry plus its step actions, mismatches and reason codes) and the rule coverage. Its form follows the
-path's extension: `.json` as is, `.md` and `.html` rendered for people to read.
+entry plus its step actions, mismatches and reason codes) and the rule coverage. Its forms (JSON, Markdown,
+HTML) are rendered from it by `_markdown` and `_html`, and chosen by `_write`: the document knows none of them.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import platform
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, Final
 
 from .. import __version__
@@ -21,28 +19,9 @@ from ..core._model import ReplayResult
 from ._rule_coverage import coverage_fields, rule_coverage
 from ._tables import CALL_WIDTH, json_entry, mismatch_table
 
-__all__ = [
-    "REPORT_FORMATS",
-    "REPORT_SCHEMA",
-    "by_trace",
-    "meta_text",
-    "report_document",
-    "report_entry",
-    "report_format",
-    "write_report",
-]
+__all__ = ["REPORT_SCHEMA", "by_trace", "meta_text", "report_document", "report_entry"]
 
 REPORT_SCHEMA: Final = 2  # version 1 was the bare JSON list of entries
-REPORT_FORMATS: Final = {".json": "json", ".md": "markdown", ".html": "html", ".htm": "html"}
-
-
-def report_format(path: str | Path) -> str:
-    """`json`, `markdown` or `html` from the path's extension; ValueError naming the known ones otherwise."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in REPORT_FORMATS:
-        known = ", ".join(REPORT_FORMATS)
-        raise ValueError(f"report {str(path)!r}: unknown extension {suffix or '(none)'!r}; expected one of {known}")
-    return REPORT_FORMATS[suffix]
 
 
 def report_entry(result: ReplayResult, mismatches: Sequence[Mismatch], engines: Iterable[str]) -> dict[str, Any]:
@@ -108,22 +87,3 @@ def report_document(entries: Iterable[Mapping[str, Any]], meta: Mapping[str, Any
         "traces": [dict(e) for e in ordered],
         "coverage": rule_coverage(ordered).to_dict(),
     }
-
-
-def write_report(path: str | Path, entries: Iterable[Mapping[str, Any]], meta: Mapping[str, Any]) -> None:
-    """Write the report in the form the extension names, creating the folder."""
-    form = report_format(path)
-    document = report_document(entries, meta)
-    if form == "json":
-        text = json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n"
-    elif form == "markdown":
-        from ._markdown import render_markdown
-
-        text = render_markdown(document)
-    else:
-        from ._html import render_html
-
-        text = render_html(document)
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")

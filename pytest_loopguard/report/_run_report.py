@@ -12,8 +12,9 @@ from ..core._model import ReplayResult
 from ..errors import LoopguardError
 from ..runtime._replay import policy_for
 from ._console import emit
-from ._document import report_entry, report_format, write_report
+from ._document import report_entry
 from ._rule_coverage import coverage_table, rule_coverage
+from ._write import report_format, write_report
 
 __all__ = ["replay_html", "run_report"]
 

@@ -15,7 +15,7 @@ from typing import Any, Final, final
 
 from pytest_loopguard.core._limits import MAX_GENERATED_CHARS, MAX_SCENARIO_COUNT
 from pytest_loopguard.core._model import ToolCall, ToolResult
-from pytest_loopguard.errors import ScenarioError, brief
+from pytest_loopguard.errors import ScenarioError, brief, needs_extra
 
 from .protocols import is_count
 
@@ -287,7 +287,8 @@ class FakeBrowser:
         text = self._filler.get(page.url)
         if text is None:
             if self._faker is None:
-                from faker import Faker  # imported on first use: building a Faker costs ~40 ms
+                with needs_extra("a simulated browser page"):  # faker comes with the `pytest` extra
+                    from faker import Faker  # imported on first use: building a Faker costs ~40 ms
 
                 self._faker = Faker("en_US")
             fake = self._faker

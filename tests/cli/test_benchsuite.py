@@ -7,7 +7,8 @@ import json
 import pytest
 
 from pytest_loopguard.bench._pytest import bytecode_state
-from pytest_loopguard.bench._suite import SuiteRow, bare_loop, suite_table
+from pytest_loopguard.bench._rows import SuiteRow
+from pytest_loopguard.bench._suite import bare_loop, suite_table
 from pytest_loopguard.buildinfo import build_name, compiled_modules
 from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.core._model import Step, ToolCall, Trace

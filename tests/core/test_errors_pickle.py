@@ -9,6 +9,7 @@ import pytest
 from pytest_loopguard import errors
 from pytest_loopguard.errors import (
     LoopguardError,
+    MissingExtraError,
     NotATraceError,
     PolicyError,
     RedactionError,
@@ -27,6 +28,7 @@ SAMPLES: dict[type[BaseException], BaseException] = {
     PolicyError: PolicyError("unknown engine 'x'", field="engines.x", source="policies/p.yaml"),
     RedactionError: RedactionError("bad regex: missing )", rule="token("),
     SessionError: SessionError("a result for no call (expected before_call first)"),
+    MissingExtraError: MissingExtraError("`loopguard replay`", module="tabulate"),
 }
 
 

@@ -13,7 +13,7 @@ from steplines import as_tuple, same_as_full
 
 from pytest_loopguard.bench._replay import synthetic_trace
 from pytest_loopguard.core._limits import MAX_DEPTH, MAX_INT, MAX_SETTING, MAX_STRING
-from pytest_loopguard.core._model import LLMCall, Step, ToolResult
+from pytest_loopguard.core._model import LLMCall, LLMStep, Step, ToolCall, ToolResult, ToolStep
 from pytest_loopguard.importers import import_traces
 from pytest_loopguard.io import _faststep as faststep
 from pytest_loopguard.io._format import dumps, validate_paths
@@ -182,23 +182,26 @@ def test_the_direct_builders_set_every_field_as_the_constructors_do() -> None:
     from pytest_loopguard import compiled
 
     # twins for the pure-Python model; constructors for a compiled one (the mypyc build: native classes)
-    builders = [(faststep._built_step, ToolResult, LLMCall)]
+    builders = [(faststep._built_tool_step, faststep._built_llm_step, ToolResult, LLMCall)]
     assert faststep._TWINS is not compiled()
     if faststep._TWINS:
-        builders.append((faststep._twin_step, faststep._twin_result, faststep._twin_llm))
-        assert faststep._new_step is faststep._twin_step
-    for new_step, new_result, new_llm in builders:
-        step = new_step(4, "tool", None, new_result(False, "t", "e", 3, 9, True, 2), new_llm(1, 2, "x", "y"), None,
-                        7, {"x-a": 1}, "bot", None)
+        builders.append((faststep._twin_tool_step, faststep._twin_llm_step, faststep._twin_result, faststep._twin_llm))
+        assert faststep._new_tool_step is faststep._twin_tool_step
+        assert faststep._new_llm_step is faststep._twin_llm_step
+    for new_tool_step, new_llm_step, new_result, new_llm in builders:
+        call = ToolCall.of("run", {"cmd": "ls"})
+        step = new_tool_step(4, call, new_result(False, "t", "e", 3, 9, True, 2), None, 7, {"x-a": 1}, "bot", None)
         assert step.result == ToolResult(False, "t", "e", 3, 9, True, 2)
-        assert step.llm == LLMCall(1, 2, "x", "y")
-        assert as_tuple(step) == as_tuple(Step(4, "tool", None, step.result, step.llm, t=7, extensions={"x-a": 1},
-                                               agent="bot"))
-        for built in (step, step.result, step.llm):
-            assert type(built) in (Step, ToolResult, LLMCall)
+        assert as_tuple(step) == as_tuple(ToolStep(4, call, step.result, t=7, extensions={"x-a": 1}, agent="bot"))
+        llm_step = new_llm_step(5, new_llm(1, 2, "x", "y"), None, 9, {}, None, None)
+        assert llm_step.llm == LLMCall(1, 2, "x", "y")
+        assert as_tuple(llm_step) == as_tuple(LLMStep(5, llm_step.llm, t=9))
+        for built in (step, llm_step, step.result, llm_step.llm):
+            assert type(built) in (ToolStep, LLMStep, ToolResult, LLMCall)
             with pytest.raises(dataclasses.FrozenInstanceError):
                 setattr(built, dataclasses.fields(built)[0].name, None)  # type: ignore[arg-type]
         assert dataclasses.replace(step, t=8).t == 8 and step.t == 7
+        assert (step.kind, step.llm, llm_step.kind, llm_step.call) == ("tool", None, "llm", None)
 
 
 def test_a_model_field_the_builders_do_not_know_stops_the_import() -> None:

@@ -1,107 +1,208 @@
-"""The replay core's layers (issue 11): model → engine contract → engines → policy → runtime → replay, none back up.
+"""The package's layers (docs/architecture.md): every module has one, imports only its own and lower ones, and no
+import circle exists between modules.
 
-Read from the import statements themselves (module level and inside functions alike), so an import added
-anywhere in a core module is checked; imports under `if TYPE_CHECKING:` are annotations only and may name a
-higher layer (`runcontext` names `Engine` and `Policy` in its annotations).
+Read from the import statements themselves, at module level and inside functions alike, so an import added
+anywhere is checked. Imports under `if TYPE_CHECKING:` are annotations only and are not edges. Neither are
+the names a package's `__init__` resolves when first read (`pytest_loopguard._lazy`) nor the engine modules the
+registry imports by name: those load after the importing module has finished.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
-PACKAGE = Path(__file__).parents[2] / "pytest_loopguard"
+import pytest
 
-# Each module of the replay core and its layer: a module may import its own layer and those below it.
-LAYERS: dict[str, int] = {
-    # what engines may read: values, the conversation, tool tables, the run context and its turns
-    **dict.fromkeys(["core._identity", "core._model", "core._conversation", "core._classify", "core._targets",
-                     "core._runcontext", "core._limits", "core._shell", "errors", "core._safeload"], 0),
-    # the engine contract
-    **dict.fromkeys(["core.hookspecs", "engines.base", "engines.lru"], 1),
-    # the engines
-    **dict.fromkeys(["engines", "engines.loop_guard", "engines.read_tracker", "engines.failure_tracker",
-                     "engines.budget", "engines.dedup", "engines.context", "engines.stuck_detector"], 2),
-    "runtime._policy": 3,  # resolves engine names and checks their settings
-    "runtime._guard": 4,
-    "runtime._replay": 5,
-}
+REPO = Path(__file__).parents[2]
+PACKAGES = {"pytest_loopguard": REPO / "pytest_loopguard",
+            "loopguard_simulators": REPO / "simulators" / "loopguard_simulators"}
 
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def imported(module: str, is_package: bool, node: ast.ImportFrom) -> list[str]:
-    """The package modules a relative or absolute `from … import …` names (a name that is a module counts as one)."""
-    if node.level:
-        base = module.split(".") if module else []
-        if not is_package:
-            base = base[:-1]
-        base = base[: len(base) - (node.level - 1)]
-        target = ".".join([*base, *([node.module] if node.module else [])])
-    elif node.module and node.module.startswith("pytest_loopguard"):
-        target = node.module.removeprefix("pytest_loopguard").lstrip(".")
-    else:
-        return []
-    out = []
-    for alias in node.names:
-        sub = f"{target}.{alias.name}" if target else alias.name
-        is_module = (PACKAGE / (sub.replace(".", "/") + ".py")).exists() or (PACKAGE / sub.replace(".", "/")).is_dir()
-        out.append(sub if is_module else target)
-    return out
+# The layers, lowest first: a module belongs to the layer of the longest prefix below that names it (a prefix
+# names itself and the modules under it; "pytest_loopguard" names the package root alone, so a new flat module
+# has no layer until it is given one).
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    # the package root (its version and lazy public names), errors, which build is installed
+    ("base", ("pytest_loopguard", "pytest_loopguard._lazy", "pytest_loopguard.errors", "pytest_loopguard.buildinfo")),
+    # values, identity, classification, the run context, expectations, the engine hook contract, safe reading
+    ("core", ("pytest_loopguard.core",)),
+    ("engines", ("pytest_loopguard.engines",)),
+    # policies, the Guard, replay
+    ("runtime", ("pytest_loopguard.runtime",)),
+    # trace files, and running one: io/_runner runs a scenario file through the simulators, which read
+    # trace mappings with io/_format, so the two share a layer
+    ("io", ("pytest_loopguard.io", "loopguard_simulators")),
+    ("importers", ("pytest_loopguard.importers",)),
+    # what a live agent embeds beside the Guard
+    ("live", ("pytest_loopguard.live",)),
+    ("eval", ("pytest_loopguard.eval",)),
+    ("report", ("pytest_loopguard.report",)),
+    ("bench", ("pytest_loopguard.bench",)),
+    ("cli", ("pytest_loopguard.cli",)),
+    ("pytest", ("pytest_loopguard.pytest", "pytest_loopguard.strategies")),
+]
+RANK = {name: rank for rank, (name, _) in enumerate(LAYERS)}
 
 
-def arrows() -> list[tuple[str, str, bool]]:
-    """(importer, imported, under TYPE_CHECKING) for every import between two core modules."""
-    found: list[tuple[str, str, bool]] = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        module = module_name(path)
-        if module not in LAYERS:
-            continue
-
-        def visit(node: ast.AST, typing_only: bool, module: str = module, path: Path = path) -> None:
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                    for stmt in child.body:
-                        visit_one(stmt, True, module, path)
-                    for stmt in child.orelse:
-                        visit_one(stmt, typing_only, module, path)
-                else:
-                    visit_one(child, typing_only, module, path)
-
-        def visit_one(node: ast.AST, typing_only: bool, module: str, path: Path) -> None:
-            if isinstance(node, ast.ImportFrom):
-                found.extend((module, t, typing_only) for t in imported(module, path.name == "__init__.py", node)
-                             if t in LAYERS)
-            elif isinstance(node, ast.Import):
-                found.extend((module, a.name.removeprefix("pytest_loopguard."), typing_only) for a in node.names
-                             if a.name.removeprefix("pytest_loopguard.") in LAYERS)
-            else:
-                visit(node, typing_only)
-
-        visit(ast.parse(path.read_text(encoding="utf-8")), False)
+def modules() -> dict[str, tuple[Path, bool]]:
+    """Every module of both packages: dotted name → (file, whether it is a package's `__init__`)."""
+    found = {}
+    for top, root in PACKAGES.items():
+        for path in sorted(root.rglob("*.py")):
+            parts = [top, *path.relative_to(root).with_suffix("").parts]
+            is_package = parts[-1] == "__init__"
+            if is_package:
+                parts.pop()
+            found[".".join(parts)] = (path, is_package)
     return found
 
 
-def test_every_core_module_is_placed_in_a_layer() -> None:
-    for name in LAYERS:
-        assert (PACKAGE / (name.replace(".", "/") + ".py")).exists() or (PACKAGE / name / "__init__.py").exists(), name
-    engines = {module_name(p) for p in (PACKAGE / "engines").glob("*.py")}
-    assert engines <= set(LAYERS), engines - set(LAYERS)
+MODULES = modules()
 
 
-def test_no_import_runs_back_up_the_layers() -> None:
-    found = arrows()
-    # it reads the imports it should
-    assert ("runtime._guard", "engines", False) in found and ("engines.context", "core.hookspecs", False) in found
-    up = sorted({(a, b) for a, b, typing_only in found if not typing_only and LAYERS[b] > LAYERS[a]})
+def names(prefix: str, module: str) -> bool:
+    return module == prefix or (prefix != "pytest_loopguard" and module.startswith(prefix + "."))
+
+
+def layer_of(module: str) -> str | None:
+    """The layer of the longest prefix that names `module`."""
+    best: tuple[int, str] | None = None
+    for layer, prefixes in LAYERS:
+        for prefix in prefixes:
+            if names(prefix, module) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), layer)
+    return None if best is None else best[1]
+
+
+def targets(module: str, is_package: bool, node: ast.Import | ast.ImportFrom) -> Iterator[str]:
+    """The modules of both packages an import statement names (`from P import m` names P.m when m is a module)."""
+    if isinstance(node, ast.Import):
+        yield from (a.name for a in node.names if a.name.split(".")[0] in PACKAGES)
+        return
+    if node.level:
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        target = ".".join([*base, *([node.module] if node.module else [])])
+    else:
+        target = node.module or ""
+    if target.split(".")[0] not in PACKAGES:
+        return
+    for alias in node.names:
+        sub = f"{target}.{alias.name}"
+        yield sub if sub in MODULES else target
+
+
+def runtime_imports() -> set[tuple[str, str]]:
+    """(importer, imported) for every import between two modules that runs, at module level or in a function."""
+    edges: set[tuple[str, str]] = set()
+    for module, (path, is_package) in MODULES.items():
+
+        def visit(node: ast.AST, module: str = module, is_package: bool = is_package) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                    for stmt in child.orelse:
+                        visit(stmt)
+                elif isinstance(child, (ast.Import, ast.ImportFrom)):
+                    edges.update((module, t) for t in targets(module, is_package, child) if t != module)
+                else:
+                    visit(child)
+
+        visit(ast.parse(path.read_text(encoding="utf-8")))
+    return edges
+
+
+IMPORTS = runtime_imports()
+
+
+def cycles(edges: set[tuple[str, str]]) -> list[list[str]]:
+    """The import circles: each strongly connected group of two or more modules (Tarjan), as one circle through it."""
+    graph: dict[str, list[str]] = {}
+    for a, b in sorted(edges):
+        graph.setdefault(a, []).append(b)
+        graph.setdefault(b, [])
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    return [circle(sorted(group), graph) for group in sorted(groups)]
+
+
+def circle(group: list[str], graph: dict[str, list[str]]) -> list[str]:
+    """A shortest path from the group's first module back to itself, within the group: the circle to name."""
+    start, members = group[0], set(group)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for w in graph[v]:
+                if w == start:
+                    return [*paths[v], start]
+                if w in members and w not in paths:
+                    paths[w] = [*paths[v], w]
+                    nxt.append(w)
+        frontier = nxt
+    raise AssertionError(f"no circle through {group}")  # pragma: no cover - a strongly connected group has one
+
+
+def test_every_module_is_placed_in_a_layer() -> None:
+    unplaced = sorted(m for m in MODULES if layer_of(m) is None)
+    assert unplaced == []
+    # every prefix names something that exists, so a renamed subpackage cannot leave its layer empty
+    for layer, prefixes in LAYERS:
+        for prefix in prefixes:
+            assert any(names(prefix, m) for m in MODULES), (layer, prefix)
+
+
+def test_no_import_climbs_the_layers() -> None:
+    # it reads the imports it should: module level, inside a function, relative and absolute
+    assert ("pytest_loopguard.runtime._guard", "pytest_loopguard.engines") in IMPORTS
+    assert ("pytest_loopguard.io._runner", "loopguard_simulators.scenario") in IMPORTS  # inside a function
+    assert ("pytest_loopguard.pytest.plugin", "pytest_loopguard.pytest._fixtures") in IMPORTS
+    assert ("pytest_loopguard.report._document", "pytest_loopguard") in IMPORTS  # `from .. import __version__`
+    assert ("pytest_loopguard", "pytest_loopguard.live._session") not in IMPORTS  # under `if TYPE_CHECKING:` only
+    placed = [(a, b, layer_of(a), layer_of(b)) for a, b in IMPORTS]
+    up = sorted(f"{a} ({la}) imports {b} ({lb})" for a, b, la, lb in placed
+                if la is not None and lb is not None and RANK[lb] > RANK[la])
     assert up == []
 
 
-def test_only_annotations_name_a_higher_layer() -> None:
-    typing_up = sorted({(a, b) for a, b, typing_only in arrows() if typing_only and LAYERS[b] > LAYERS[a]})
-    assert typing_up == [("core._runcontext", "engines.base"), ("core._runcontext", "runtime._policy")]
+def test_no_import_circle() -> None:
+    found = [" -> ".join(c) for c in cycles(IMPORTS)]
+    assert found == [], "import circles (function-level imports included):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(("edges", "expected"), [
+    ({("a", "b"), ("b", "c")}, []),
+    ({("a", "b"), ("b", "a"), ("b", "c")}, [["a", "b", "a"]]),
+    ({("a", "b"), ("b", "c"), ("c", "a"), ("c", "d"), ("d", "e"), ("e", "d")}, [["a", "b", "c", "a"], ["d", "e", "d"]]),
+])
+def test_the_circle_search_finds_every_circle(edges: set[tuple[str, str]], expected: list[list[str]]) -> None:
+    assert cycles(edges) == expected

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from pytest_loopguard import PolicyError, resolve_policy
-from pytest_loopguard.core._classify import Classifier, ToolRule, parse_rules
+from pytest_loopguard.core._classify import Classifier, ToolRule, parse_rules, target_of
 from pytest_loopguard.core._model import ToolCall, ToolResult
 from pytest_loopguard.core._shell import Command
-from pytest_loopguard.core._targets import NO_TARGET, CallTarget, target_of
+from pytest_loopguard.core._targets import NO_TARGET, CallTarget
 from pytest_loopguard.runtime._guard import Guard
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -18,7 +19,9 @@ from hypothesis import strategies as st
 
 from pytest_loopguard.core._conversation import Entry, PromptView
 from pytest_loopguard.core._model import LLMCall, ToolCall, ToolResult, Verdict, combine
+from pytest_loopguard.core._runcontext import Region, RunContext
 from pytest_loopguard.core.hookspecs import hookimpl
+from pytest_loopguard.engines import ENGINES, Engine, EngineSettings
 from pytest_loopguard.engines.context import Context, compaction_boundary
 from pytest_loopguard.errors import PolicyError
 from pytest_loopguard.io._format import trace_from_mapping
@@ -605,6 +608,60 @@ def test_the_injection_never_takes_the_view_to_the_threshold_by_itself() -> None
     assert g.run.view.tokens() < context.threshold(g.run.view)
     text = injected_text(g, v)
     assert "x" * 100 not in text and 0 < v.data["injected"]["regions"] < 40
+
+
+
+# ---- the regions it injects come from `run.reads` (core._runcontext.ReadRegions), not from an engine's name --
+
+@pytest.mark.parametrize("preset", ["hermes", "default"])  # every region in order; the latest within a budget
+def test_without_a_read_tracker_the_injection_lists_no_regions(preset: str) -> None:
+    g = reading_session({"preset": preset, "read_tracker": False})
+    assert "read_tracker" not in g.run.engines and g.run.reads is None
+    v = only(model_call(g, output_tokens=10))
+    injected = injected_text(g, v)
+    assert v.data["injected"]["regions"] == 0 and "src/a.py" not in injected
+    assert "write the parser" in injected and "fix the tests" in injected
+
+
+@pytest.mark.parametrize("preset", ["hermes", "default"])
+def test_with_a_read_tracker_it_offers_its_regions_to_the_run(preset: str) -> None:
+    g = reading_session(preset)
+    assert g.run.reads is g.run.engines["read_tracker"]
+    v = only(model_call(g, output_tokens=10))
+    assert v.data["injected"]["regions"] == 2 and "src/b.py (offset 10, limit 20)" in injected_text(g, v)
+
+
+@dataclass(frozen=True, slots=True)
+class _LogbookSettings(EngineSettings):
+    pass
+
+
+class _Logbook(Engine):
+    """Another engine offering the run what was read (here: a fixed list), in the read tracker's place."""
+
+    name = "test_logbook"
+    Settings = _LogbookSettings
+
+    def __init__(self, settings: _LogbookSettings, run: RunContext) -> None:
+        super().__init__(settings, run)
+        run.reads = self
+
+    @property
+    def regions(self) -> list[Region]:
+        return [("notes.md", 1, 40), ("plan.md", 1, 10)]
+
+    def recent_regions(self) -> Iterator[Region]:
+        return reversed(self.regions)
+
+
+@pytest.mark.parametrize(("preset", "order"),
+                         [("hermes", ["notes.md", "plan.md"]), ("default", ["plan.md", "notes.md"])])
+def test_any_engine_offering_read_regions_is_listed(preset: str, order: list[str]) -> None:
+    ENGINES.register(_Logbook)
+    g = reading_session({"preset": preset, "read_tracker": False, "test_logbook": True})
+    v = only(model_call(g, output_tokens=10))
+    lines = [x for x in injected_text(g, v).splitlines() if x.startswith("- ") and ".md" in x]
+    assert [line[2:].split(" ")[0] for line in lines] == order and v.data["injected"]["regions"] == 2
 
 
 # Every preset with the context engine, by how its compactions are driven; a new one must be placed here.

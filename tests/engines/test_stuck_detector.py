@@ -134,8 +134,8 @@ def test_histories_stay_bounded_by_what_the_rules_read() -> None:
     gemini = drive("gemini-cli", 300, calls=True)
     assert len(gemini._keys) == 25
     text_only = drive("gemini-cli", 3000, calls=False)  # no call ever resets content tracking
-    assert len(text_only._buffer) == 5000
-    recorded = sum(1 if isinstance(p, int) else len(p) for p in text_only._positions.values())
+    assert len(text_only._chunks._buffer) == 5000
+    recorded = sum(1 if isinstance(p, int) else len(p) for p in text_only._chunks._positions.values())
     assert recorded <= 2 * 5000  # pruned once the front moved 5,000 on
 
 

@@ -1,11 +1,12 @@
-"""The importer registry: built-ins, plugins through the `loopguard_importers` hook, and a team's module
-installed through a real `loopguard.importers` entry point (the complete example in docs/import.md)."""
+"""The importer registry: built-ins, a team's module installed through a real `loopguard.importers` entry
+point (the complete example in docs/import.md), classes registered in code, and the older
+`loopguard_importers` hook (behind an entry point or passed to `available`)."""
 
 from __future__ import annotations
 
 import json
 import re
-import runpy
+import subprocess
 import sys
 import types
 from collections.abc import Iterator
@@ -15,8 +16,9 @@ import pytest
 
 from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.core.hookspecs import hookimpl
-from pytest_loopguard.errors import TraceError
+from pytest_loopguard.errors import LoopguardError, TraceError
 from pytest_loopguard.importers import (
+    IMPORTERS,
     ImportedRun,
     Importer,
     Source,
@@ -26,7 +28,8 @@ from pytest_loopguard.importers import (
     get,
     import_runs,
 )
-from pytest_loopguard.importers.build import TraceBuilder
+from pytest_loopguard.importers.build import ImportedRunBuilder
+from pytest_loopguard.importers.sdk_formats import sdk_importers
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "import.md"
 # this module's formats, in detection order (other built-ins may come after them)
@@ -41,17 +44,38 @@ def doc_module() -> str:
     return module
 
 
-@pytest.fixture
-def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """docs/import.md's module installed as a distribution with a `loopguard.importers` entry point."""
-    (tmp_path / "acme_importer.py").write_text(doc_module(), encoding="utf-8")
-    info = tmp_path / "acme_importer-0.1.dist-info"
+def doc_entry_point() -> str:
+    """The entry-point line docs/import.md gives for its module."""
+    (toml,) = re.findall(r'```toml\n\[project\.entry-points\."loopguard\.importers"\]\n(.*?)\n```',
+                         DOC.read_text(encoding="utf-8"), re.DOTALL)
+    return toml.replace('"', "")
+
+
+def install(site: Path, module: str, source: str, entry_points: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`module` (its `source`) installed in `site` as a distribution declaring `entry_points`."""
+    (site / f"{module}.py").write_text(source, encoding="utf-8")
+    info = site / f"{module}-0.1.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-importer\nVersion: 0.1\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text("[loopguard.importers]\nacme = acme_importer\n", encoding="utf-8")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    yield tmp_path
-    sys.modules.pop("acme_importer", None)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(f"[loopguard.importers]\n{entry_points}\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    IMPORTERS.refresh()  # this process may have read the entry points already
+
+
+@pytest.fixture
+def fresh_registry() -> Iterator[None]:
+    """The importer registry as a test left it is read again afterwards: what it installed is gone."""
+    yield
+    for module in ("acme_importer", "acme_hooks"):
+        sys.modules.pop(module, None)
+    IMPORTERS.refresh()
+
+
+@pytest.fixture
+def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_registry: None) -> Path:
+    """docs/import.md's module installed as a distribution with its `loopguard.importers` entry point."""
+    install(tmp_path, "acme_importer", doc_module(), doc_entry_point(), monkeypatch)
+    return tmp_path
 
 
 def acme_log(path: Path) -> Path:
@@ -82,7 +106,10 @@ def test_entry_point_module_from_the_docs(installed: Path, tmp_path: Path) -> No
 
 
 def test_the_docs_module_runs_as_a_script(installed: Path) -> None:
-    runpy.run_path(str(installed / "acme_importer.py"), run_name="__main__")
+    # in its own process: the script registers its class in the registry of the process that runs it
+    done = subprocess.run([sys.executable, str(installed / "acme_importer.py")], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
 
 
 class _Shadow(Importer):
@@ -93,7 +120,7 @@ class _Shadow(Importer):
         return True
 
     def convert(self, source: Source) -> Iterator[ImportedRun]:
-        yield TraceBuilder("x", file=source.name).build()
+        yield ImportedRunBuilder("x", file=source.name).build()
 
 
 def test_a_plugin_cannot_take_a_builtin_name() -> None:
@@ -138,3 +165,69 @@ def test_a_broken_jsonl_row_is_named_by_its_line(tmp_path: Path) -> None:
     assert source.is_jsonl and source.first_row == row
     with pytest.raises(TraceError, match=r"output\.jsonl:3: invalid JSON on this line .*expected one JSON object"):
         import_runs(source)
+
+
+HOOK_MODULE = '''
+from pytest_loopguard.core.hookspecs import hookimpl
+from acme_importer import AcmeLog
+
+
+class AcmeOld(AcmeLog):
+    name = "acme-old"
+
+
+@hookimpl
+def loopguard_importers():
+    return [AcmeOld()]
+'''
+
+
+def test_the_older_hook_module_behind_an_entry_point_still_works(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_registry: None) -> None:
+    (tmp_path / "acme_importer.py").write_text(doc_module(), encoding="utf-8")
+    install(tmp_path, "acme_hooks", HOOK_MODULE, "acme_hooks = acme_hooks", monkeypatch)
+    pool = available()
+    assert [i.name for i in pool] == [*BUILTIN, "acme-old"]
+    (run,) = import_runs(acme_log(tmp_path / "acme.jsonl"), fmt="acme-old", importers=pool)
+    assert run.trace["name"] == "run-7"
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("acme = acme_importer:Missing",
+         "cannot load: AttributeError: module 'acme_importer' has no attribute 'Missing'"),
+        ("acme = acme_importer:Iterator", "expected an Importer subclass or a module with IMPORTER, got "),
+        ("acme-log = acme_importer:AcmeLog", "the class is named 'acme'; name the entry point after it"),
+        ("otel = acme_importer:AcmeLog", "'otel' is a built-in importer; pick another name"),
+    ],
+)
+def test_a_broken_entry_point_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_registry: None,
+                                          entry: str, message: str) -> None:
+    install(tmp_path, "acme_importer", doc_module(), entry, monkeypatch)
+    name, value = entry.split(" = ")
+    where = f"importer plugin '{name}' ({value}, entry point group loopguard.importers)"
+    with pytest.raises(LoopguardError) as info:
+        available()
+    assert str(info.value).startswith(f"{where}: {message}") and "\n" not in str(info.value)
+    assert [i.name for i in available()] == BUILTIN  # reported once: the built-ins stay usable
+
+
+def test_a_registered_class_comes_after_the_builtins_and_is_detected(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_registry: None) -> None:
+    namespace: dict[str, object] = {}
+    exec(compile(doc_module(), "acme_importer.py", "exec"), namespace)  # the page's own module
+    acme = namespace["AcmeLog"]
+    assert isinstance(acme, type) and issubclass(acme, Importer)
+    registry = IMPORTERS.__class__("importer", Importer, "loopguard.importers.test", "IMPORTER",
+                                   builtins={"openai-chat": "pytest_loopguard.importers.openai_chat:ChatImporter"})
+    assert registry.register(acme) is acme
+    assert list(registry.classes()) == ["openai-chat", "acme"]
+    log = acme_log(tmp_path / "acme.jsonl")
+    assert detect(Source.from_path(log), [cls() for cls in registry.classes().values()]).name == "acme"
+    with pytest.raises(TypeError, match="expected a subclass of Importer"):
+        registry.register(ImportedRunBuilder)
+
+
+def test_the_sdk_formats_keep_their_detection_order() -> None:
+    assert BUILTIN[len(OWN):] == [i.name for i in sdk_importers()]

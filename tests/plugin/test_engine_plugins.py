@@ -1,7 +1,7 @@
 """Engines from installed packages (`loopguard.engines` entry points), in a user repo built by pytester.
 
 The engine is docs/custom-engines.md's own first example, installed as a package with a dist-info folder
-on PYTHONPATH (what `pip install` leaves), without its `register_engine` line: only the entry point can make
+on PYTHONPATH (what `pip install` leaves), without its `ENGINES.register` line: only the entry point can make
 the policy's `search_budget` known. Runs in subprocesses, so this process's registry stays as it was.
 """
 
@@ -37,8 +37,8 @@ def engine_source() -> str:
     first = re.search(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
     assert first is not None
     source = first.group(1)
-    assert "register_engine(SearchBudget)\n" in source
-    return source.replace("register_engine(SearchBudget)\n", "")
+    assert "ENGINES.register(SearchBudget)\n" in source
+    return source.replace("ENGINES.register(SearchBudget)\n", "")
 
 
 def install(site: Path, entry_points: str) -> None:

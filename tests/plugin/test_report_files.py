@@ -14,8 +14,9 @@ import pytest
 from pytest_loopguard.core._expect import check
 from pytest_loopguard.io._format import load_file
 from pytest_loopguard.io._runner import execute
-from pytest_loopguard.report._document import report_document, report_entry, report_format, write_report
+from pytest_loopguard.report._document import report_document, report_entry
 from pytest_loopguard.report._markdown import strip
+from pytest_loopguard.report._write import report_format, write_report
 from pytest_loopguard.runtime._replay import policy_for
 
 pytest_plugins = ["pytester"]

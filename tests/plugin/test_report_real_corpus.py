@@ -19,7 +19,8 @@ from pytest_loopguard.core._expect import check
 from pytest_loopguard.core._model import Trace
 from pytest_loopguard.eval._diff import diff_results, interventions
 from pytest_loopguard.importers import import_runs, to_trace
-from pytest_loopguard.report._document import report_entry, write_report
+from pytest_loopguard.report._document import report_entry
+from pytest_loopguard.report._write import write_report
 from pytest_loopguard.runtime._replay import policy_for, replay
 
 REAL = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "real"

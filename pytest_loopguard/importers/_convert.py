@@ -1,0 +1,70 @@
+"""Converting agent logs with the importers: a file or event folder, or the members of a tarball, into traces."""
+
+from __future__ import annotations
+
+import tarfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from ..core._limits import MAX_LOG_BYTES
+from ..core._model import Trace
+from ..errors import TraceError
+from ..io._format import trace_from_mapping
+from .base import ImportedRun, Importer, Source
+from .registry import available, detect, get
+
+__all__ = ["import_runs", "import_traces", "tar_traces", "to_trace"]
+
+
+def import_runs(source: str | Path | Source, fmt: str | None = None,
+                importers: list[Importer] | None = None) -> list[ImportedRun]:
+    """Convert one file or event folder: every run in it, by format `fmt` or the detected one.
+
+    Raises a one-line `TraceError` for an unknown format, an unrecognised file or unreadable JSON.
+    """
+    src = source if isinstance(source, Source) else Source.from_path(source, MAX_LOG_BYTES)
+    pool = importers if importers is not None else available()
+    imp = get(fmt, pool) if fmt else detect(src, pool)
+    return list(imp.convert(src))
+
+
+def to_trace(run: ImportedRun, origin: str | None = None) -> Trace:
+    """The loaded `Trace` of an imported run (validated like any trace file)."""
+    return trace_from_mapping(run.trace, path=origin or run.run_id)
+
+
+def import_traces(source: str | Path | Source, fmt: str | None = None) -> list[Trace]:
+    """`import_runs`, loaded as `Trace` objects."""
+    return [to_trace(run) for run in import_runs(source, fmt)]
+
+
+def tar_traces(tar_path: str | Path, fmt: str | None = None,
+               members: Iterable[str] | None = None) -> Iterator[tuple[str, Trace]]:
+    """(member name, trace) for each JSON member of a tarball, read in memory (nothing unpacked to disk).
+
+    `members` limits it to those names. Each member is detected separately unless `fmt` is given. Without
+    `members`, a valid JSON member that no importer recognises (e.g. the calibration corpus's
+    `resolved.json`) is passed over; with `members`, it is an error like any other.
+    """
+    wanted = set(members) if members is not None else None
+    pool = available()
+    with tarfile.open(tar_path) as tar:
+        for info in tar:
+            if not info.isfile() or (wanted is not None and info.name not in wanted):
+                continue
+            if wanted is None and not info.name.endswith((".json", ".jsonl", ".traj")):
+                continue
+            fh = tar.extractfile(info)
+            if fh is None:  # pragma: no cover - isfile() members always have data
+                raise TraceError("unreadable tar member", file=f"{tar_path}:{info.name}")
+            data = fh.read()
+            src = Source.from_bytes(f"{tar_path}:{info.name}", data)
+            if fmt is None and wanted is None and src.parsed is not None:
+                try:
+                    imp = detect(src, pool)
+                except TraceError:
+                    continue
+            else:
+                imp = get(fmt, pool) if fmt else detect(src, pool)
+            for run in imp.convert(src):
+                yield info.name, to_trace(run, src.name)
