@@ -1,5 +1,5 @@
 """Reading one JSONL step line both ways, the fast reader (`faststep.step_from_line`) and the loader's full
-checks (`safeload.parse_json` then `traceio._step`, as `load_file` reads a line), and comparing the two."""
+checks (`safeload.parse_json` then `_read.read_step`, as `load_file` reads a line), and comparing the two."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from pytest_loopguard.core._model import Step
 from pytest_loopguard.core._safeload import parse_json
 from pytest_loopguard.errors import TraceError
 from pytest_loopguard.io._faststep import step_from_line
-from pytest_loopguard.io._format import _step
+from pytest_loopguard.io._read import read_step
 
 
 def full_path(text: str, index: int, path: str = "t.jsonl", line: int = 7) -> Step:
     """The loader's own reading of one step line."""
     raw = parse_json(text, path, line)
     try:
-        return _step(raw, index)
+        return read_step(raw, index)
     except TraceError as exc:
         raise exc.located(file=path, line=line) from None
 

@@ -14,15 +14,25 @@ import math
 import os
 import re
 import stat
+from io import FileIO
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, Any, Final
 
 import yaml
 
 from ..errors import TraceError, brief
 from ._limits import MAX_DEPTH, MAX_FILE_BYTES, MAX_INT, MAX_NODES, MAX_STRING
 
-__all__ = ["check_json_depth", "parse_json", "parse_yaml", "plain_value", "read_bytes", "read_text"]
+__all__ = [
+    "check_json_depth",
+    "open_regular",
+    "parse_json",
+    "parse_yaml",
+    "plain_value",
+    "read_bytes",
+    "read_text",
+    "regular_fd",
+]
 
 try:  # the C parser is much faster on large files and is iterative
     _Loader: Any = yaml.CSafeLoader
@@ -51,22 +61,46 @@ def read_text(path: str | Path) -> str:
                          file=str(path), line=line) from None
 
 
+def regular_fd(path: str | Path) -> tuple[int, int]:
+    """A file descriptor open for reading on `path`, and the file's size; `path` must be a regular file (a
+    FIFO, device or folder is refused, without waiting for a FIFO's writer), and every refusal is a one-line
+    `TraceError` naming the file. The caller closes the descriptor.
+
+    The one way this package opens a file it did not write: whole files (`read_bytes`), a JSONL file's first
+    line (collection, `_headers`) and a JSONL file read block by block (streaming, `open_regular`) start here.
+    """
+    try:
+        # O_NONBLOCK: opening a FIFO for reading must not wait for a writer; it is refused just below (it stays
+        # set: reading a regular file never waits either way)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise TraceError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    try:
+        info = os.fstat(fd)
+    except OSError as exc:
+        os.close(fd)
+        raise TraceError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise TraceError("not a regular file (a FIFO, device or folder); only regular files are read", file=str(path))
+    return fd, info.st_size
+
+
+def open_regular(path: str | Path) -> IO[bytes]:
+    """`path` open for reading, unbuffered (callers read in large blocks, which a buffer would only copy);
+    refused as `regular_fd` refuses it."""
+    return FileIO(regular_fd(path)[0], "r")
+
+
 def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
     """The bytes of a regular file of at most `limit` bytes (default MAX_FILE_BYTES; a FIFO, device or folder
     is refused)."""
     name = str(path)
     limit = MAX_FILE_BYTES if limit is None else limit
+    fd, size = regular_fd(path)
     try:
-        # O_NONBLOCK: opening a FIFO for reading must not wait for a writer; it is refused just below
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise TraceError(f"cannot read: {exc.strerror or exc}", file=name) from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise TraceError("not a regular file (a FIFO, device or folder); only regular files are read", file=name)
-        if info.st_size > limit:
-            raise TraceError(f"file too large: {info.st_size} bytes; at most {limit}", file=name)
+        if size > limit:
+            raise TraceError(f"file too large: {size} bytes; at most {limit}", file=name)
         chunks: list[bytes] = []
         size = 0
         while True:  # a file growing while it is read stops at the cap too

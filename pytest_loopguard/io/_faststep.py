@@ -1,5 +1,5 @@
 """One JSONL step line to a Step: a direct, checked construction for the common well-formed line, and the
-loader's own checks (`safeload.parse_json`, then `traceio._step`) for anything else.
+loader's own checks (`safeload.parse_json`, then `_read.read_step`) for anything else.
 
 The fast path never reports an error itself: whenever a line is not plainly valid (a JSON error, a value out
 of bounds, an unusual key or type) it gives up and the full checker reads the line again, so a bad line gets
@@ -32,7 +32,8 @@ from ..core._model import (
 from ..core._safeload import parse_json, plain_value
 from ..core._steps import _StepFields
 from ..errors import TraceError
-from ._format import _step, _step_source, parse_step_expect
+from ._read import parse_step_expect, read_step, step_source
+from ._spec import LLM_KEYS, RESULT_KEYS, STEP_COMMON_KEYS, STEP_KEYS
 
 __all__ = ["plain_step", "step_from_line"]
 
@@ -46,12 +47,15 @@ def _no_constant(name: str) -> Any:
 _make_scanner: Any = json.scanner.make_scanner  # typeshed types it as a class taking itself
 _SCAN: Final[Callable[[str, int], tuple[Any, int]]] = _make_scanner(json.JSONDecoder(parse_constant=_no_constant))
 _JSON_SPACE: Final = " \t\n\r"  # JSON's whitespace (str.isspace takes more)
-_TOOL_KEYS: Final = frozenset({"tool", "args", "result", "t"})
-_LLM_STEP_KEYS: Final = frozenset({"llm", "t"})
-_RESULT_KEYS: Final = frozenset({"ok", "text", "error", "tokens", "bytes", "changed", "exit_code"})
-_LLM_KEYS: Final = frozenset({"input_tokens", "output_tokens", "error", "text"})
+# the keys read inline (a kind's own keys and `t`); the step's other keys go through `_common`, which knows
+# each of STEP_COMMON_KEYS (tests/io/test_spec.py proves it reads every one)
+_INLINE: Final = frozenset({"t"})
+_TOOL_KEYS: Final = STEP_KEYS["tool"] - set(STEP_COMMON_KEYS) | _INLINE
+_LLM_STEP_KEYS: Final = STEP_KEYS["llm"] - set(STEP_COMMON_KEYS) | _INLINE
+_RESULT_KEYS: Final = frozenset(RESULT_KEYS)
+_LLM_KEYS: Final = frozenset(LLM_KEYS)
 _EMPTY: Final[dict[str, Any]] = {}
-_NULLABLE: Final = frozenset({"expect", "agent", "source"})  # written as null: as if absent
+_NULLABLE: Final = frozenset(STEP_COMMON_KEYS) - _INLINE  # each written as null: as if absent
 
 
 def step_from_line(text: str, index: int, path: str | None, line: int) -> Step:
@@ -62,7 +66,7 @@ def step_from_line(text: str, index: int, path: str | None, line: int) -> Step:
     # a plain mapping of another shape goes straight to the step reader; anything else is checked in full
     raw = got if got is not None else parse_json(text, path, line)
     try:
-        return _step(raw, index)
+        return read_step(raw, index)
     except TraceError as exc:
         raise exc.located(file=path, line=line) from None
 
@@ -74,7 +78,7 @@ def plain_step(text: str, index: int) -> Step | None:
     if got is None or not isinstance(got, dict):
         return got
     try:
-        return _step(got, index)
+        return read_step(got, index)
     except TraceError:
         return None
 
@@ -145,7 +149,7 @@ def _common(raw: dict[str, Any], own: frozenset[str], index: int) -> _Common | N
                 if key == "expect":
                     out.expect = parse_step_expect(value, index)
                 else:
-                    out.source = _step_source(value, index)
+                    out.source = step_source(value, index)
             except TraceError:
                 return None
         else:

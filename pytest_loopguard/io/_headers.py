@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,13 +21,12 @@ from typing import Any, Final, final
 import yaml
 
 from ..core._limits import MAX_FILE_BYTES, MAX_STRING
-from ..core._safeload import parse_yaml, read_bytes
+from ..core._safeload import parse_yaml, read_bytes, regular_fd
 from ..errors import TraceError
-from ._format import NAME_FORBIDDEN
+from ._spec import HEADER_KEYS, NAME_FORBIDDEN
 
 __all__ = ["TraceHeader", "read_headers"]
 
-HEADER_KEYS: Final = ("loopguard", "name", "tags")  # all collection reads of a trace
 # A top-level YAML key as traces write it; anything else at column 0 (a quoted or complex key, a flow
 # mapping, a directive, an anchor, a scalar's continuation) sends the file to the full loader.
 _KEY: Final = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):(?:[ \t]|$)")
@@ -89,7 +87,7 @@ def _header(raw: Any, line: int, document: int) -> TraceHeader | None:
     if not isinstance(raw, Mapping):
         return None
     version, name, tags = raw.get("loopguard"), raw.get("name"), raw.get("tags")
-    # the loader's rules for these three fields (traceio.trace_from_mapping), so a header read here never
+    # the loader's rules for these three fields (`_read.trace_from_mapping`), so a header read here never
     # names a trace the loader would refuse at this field
     if type(version) is not int or version != 1:
         return None
@@ -106,13 +104,10 @@ def _jsonl_head(path: Path) -> str | None:
     """The text of a JSONL file up to the end of its first line that is not blank; None where the file cannot
     be read as a regular file, is not UTF-8 there, or has no such line within the loader's size cap."""
     try:
-        # O_NONBLOCK: a FIFO named like a trace must not wait for a writer; the loader reports it
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+        fd, _size = regular_fd(path)  # a FIFO, device or folder named like a trace: the loader reports it
+    except TraceError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         data = bytearray()
         start = 0  # where the line being looked at starts
         while len(data) <= MAX_FILE_BYTES:

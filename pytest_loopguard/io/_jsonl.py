@@ -5,28 +5,17 @@ memory. The streaming replay (`_stream`) and the plugin read through it."""
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
 from ..core._limits import MAX_FILE_BYTES
 from ..core._model import Step, Trace
-from ..core._safeload import parse_json
+from ..core._safeload import open_regular, parse_json
 from ..errors import TraceError, warn
 from ._faststep import step_from_line
 from ._format import loads, trace_from_mapping
 
 __all__ = ["has_llm", "header", "objective", "open_regular", "rows", "steps"]
-
-
-def open_regular(path: str) -> IO[bytes]:
-    """The file for reading in blocks: a regular file only (a FIFO would block)."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise TraceError("not a regular file (a FIFO, device or folder); only regular files are read", file=path)
-    except OSError as exc:
-        raise TraceError(f"cannot read: {exc.strerror or exc}", file=path) from None
-    return open(path, "rb", buffering=0)  # blocks are read whole: a buffer would only copy them
 
 
 _BLOCK = 1 << 20  # read and decode a MiB at a time: per-line reads cost more than the JSON parse of a short line

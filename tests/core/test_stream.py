@@ -295,13 +295,15 @@ def test_run_streams_a_jsonl_trace_longer_than_the_loader_may_hold(tmp_path: Pat
     # `loopguard run` replays a JSONL file as it reads it, so the loader's bound on a whole trace (it holds
     # every step) does not apply: lowered to 50 steps, the 200-step file is refused whole and run streamed
     from pytest_loopguard.io import _format as traceio
+    from pytest_loopguard.io import _read
 
     trace = synthetic_trace("long", random.Random(3), steps=200)
     path = tmp_path / "long.jsonl"
     dump(trace, path)
     full = replay(load_file(path)[0], "roo")  # nothing stops the synthetic trace under roo: every step replayed
     assert len(trace.steps) > 200 and full.counts().get("not_reached", 0) == 0
-    monkeypatch.setattr(traceio, "MAX_STEPS", 50)
+    monkeypatch.setattr(traceio, "MAX_STEPS", 50)  # the JSONL fast path's bound
+    monkeypatch.setattr(_read, "MAX_STEPS", 50)  # the step reader's
     with pytest.raises(TraceError, match="at most 50"):
         load_file(path)
     (got,) = list(run_paths([path], resolve_policy("roo")))
