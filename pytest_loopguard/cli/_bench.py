@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Final
 
 from ._common import EXIT_OK, out, policy_type, print_json, table_text
-
-NAME: Final = "bench"
-HELP: Final = "replay speed, live checks, construction and loading, as ratios to a bare loop"
 
 
 def _positive_int(text: str) -> int:

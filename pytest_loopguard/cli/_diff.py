@@ -6,12 +6,8 @@ Exit status: 0 nothing moved, 1 something did (a CI gate), 2 bad input (which wi
 from __future__ import annotations
 
 import argparse
-from typing import Final
 
 from ._common import EXIT_BAD_INPUT, report_errors
-
-NAME: Final = "diff"
-HELP: Final = "replay traces under two policies and show interventions that moved (exit 1 when any did)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

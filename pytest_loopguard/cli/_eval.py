@@ -6,12 +6,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Final
+from typing import Any
 
 from ._common import EXIT_OK
-
-NAME: Final = "eval"
-HELP: Final = "score policies on labelled real runs: loops caught, false stops, noise"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

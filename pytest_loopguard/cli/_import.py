@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Final
-
-NAME: Final = "import"
-HELP: Final = "convert agent logs (SWE-agent, mini-swe-agent, OpenHands ...) into traces"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

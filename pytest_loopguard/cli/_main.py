@@ -13,9 +13,10 @@
     loopguard bench [--events N] [--repeat R] [--stream N] [--corpus N] [--json]   speed, side by side
     loopguard eval PATHS [--labels F] [--policy P...]      score policies on labelled real runs (docs/eval.md)
 
-Each subcommand is one module (`_run`, `_replay` ... `_eval`) with one interface, `Command`: its name, its
-one-line help, `add_arguments(parser)` and `run(args) -> int`. A command module imports only what defining
-its arguments needs; `run` imports the rest, so building the whole parser costs no command its start-up.
+Each subcommand is one module, `cli/_NAME.py`, with one interface (`CommandModule`): `add_arguments(parser)`
+and `run(args) -> int`. `COMMANDS` names them, with the line `--help` shows for each. A command's module is
+imported only when the command is named, and it imports only what defining its arguments needs (its `run`
+imports the rest): `loopguard --help` loads no command, `loopguard run` no other command.
 
 Bad input (a malformed trace, an unknown preset) is reported in one line per bad file without a traceback;
 the other files still run. Exit status: 0 ok, 1 an expectation failed, 2 some input was bad (this wins over
@@ -29,34 +30,59 @@ import argparse
 import gc
 import sys
 from collections.abc import Sequence
-from typing import Final, NoReturn, Protocol
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, NoReturn, Protocol, cast
 
 from .. import __version__
 from ..errors import LoopguardError
-from . import _bench, _diff, _eval, _import, _matrix, _presets, _replay, _run, _schema, _simulate, _validate
 from ._common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, err, error, tolerant_streams
 
-__all__ = ["COMMANDS", "Command", "build_parser", "main"]
+__all__ = ["COMMANDS", "Command", "CommandModule", "build_parser", "main"]
 
 
-class Command(Protocol):
-    """A `loopguard` subcommand: a module with these four names."""
-
-    @property
-    def NAME(self) -> str: ...  # upper case: in a command's module it is a constant
-
-    @property
-    def HELP(self) -> str: ...  # the line `loopguard --help` shows, and the command's description
+class CommandModule(Protocol):
+    """What the module of a `loopguard` subcommand defines."""
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
 
     def run(self, args: argparse.Namespace) -> int: ...  # the exit status
 
 
+class Command(NamedTuple):
+    """A `loopguard` subcommand: its name, the line `loopguard --help` shows for it (also its description)."""
+
+    name: str
+    help: str
+
+    def module(self) -> CommandModule:
+        """`cli/_NAME.py`, imported on first use."""
+        return cast(CommandModule, import_module(f"{__package__}._{self.name}"))
+
+
 # in the order `loopguard --help` lists them
-COMMANDS: Final[tuple[Command, ...]] = (
-    _run, _replay, _validate, _presets, _matrix, _simulate, _diff, _schema, _import, _bench, _eval,
+COMMANDS: Final = (
+    Command("run", "replay every trace under PATHS and check its expectations (exit 1 on a mismatch)"),
+    Command("replay", "print one trace's verdict timeline"),
+    Command("validate", "load every trace file under PATHS and report every bad one"),
+    Command("presets", "print presets' settings side by side"),
+    Command("matrix", "first intervention of each trace under each policy"),
+    Command("simulate", "run a scenario (mode: simulate) and record the trace it produces"),
+    Command("diff", "replay traces under two policies and show interventions that moved (exit 1 when any did)"),
+    Command("schema", "print the JSON Schema of the trace format (for editors and validators)"),
+    Command("import", "convert agent logs (SWE-agent, mini-swe-agent, OpenHands ...) into traces"),
+    Command("bench", "replay speed, live checks, construction and loading, as ratios to a bare loop"),
+    Command("eval", "score policies on labelled real runs: loops caught, false stops, noise"),
 )
+
+if TYPE_CHECKING:  # mypy checks that every command's module has the interface; nothing is imported here
+    from . import _bench, _diff, _eval, _import, _matrix, _presets, _replay, _run, _schema, _simulate, _validate
+
+    _MODULES: tuple[CommandModule, ...] = (
+        _run, _replay, _validate, _presets, _matrix, _simulate, _diff, _schema, _import, _bench, _eval,
+    )
+    _SubParsersAction = argparse._SubParsersAction[argparse.ArgumentParser]
+else:
+    _SubParsersAction = argparse._SubParsersAction
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,15 +93,52 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"loopguard: error: {message}\n")
 
 
+class _Unbuilt:
+    """A subcommand's parser before its name is met: the options to build it with."""
+
+    __slots__ = ("options",)
+
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+
+
+class _Commands(_SubParsersAction):
+    """The subcommands' action. A subcommand's parser is built, and its module imported to define its arguments,
+    when argparse meets its name: a parse builds one (`loopguard --help` none), where argparse would build every
+    one (each ~0.8M instructions, most of it gettext looking for translations). Every name and help line is
+    there from the start, for `--help` and for the error naming a command that does not exist."""
+
+    def __init__(self, option_strings: Sequence[str], prog: str, parser_class: type[argparse.ArgumentParser],
+                 **kwargs: Any) -> None:
+        super().__init__(option_strings, prog, _Unbuilt, **kwargs)  # type: ignore[arg-type]  # built in __call__
+        self.build = parser_class
+        self.commands: dict[str, Command] = {}
+
+    def add_command(self, command: Command) -> None:
+        self.add_parser(command.name, help=command.help, description=command.help)
+        self.commands[command.name] = command
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        name = values[0]  # the command's name (argparse has checked it), then its arguments
+        unbuilt = self.choices[name]
+        if isinstance(unbuilt, _Unbuilt):
+            built = self.build(**unbuilt.options)
+            self.commands[name].module().add_arguments(built)
+            self.choices[name] = built
+        super().__call__(parser, namespace, values, option_string)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The `loopguard` parser, every subcommand's arguments on it (none of their implementations imported)."""
+    """The `loopguard` parser: every subcommand on it, each one built when it is named."""
     parser = _Parser(
         prog="loopguard", description="Replay agent tool-call traces through loop policies and check the verdicts."
     )
     parser.add_argument("--version", action="version", version=f"loopguard {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = cast(_Commands, parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                                     action=_Commands))
     for command in COMMANDS:
-        command.add_arguments(sub.add_parser(command.NAME, help=command.HELP, description=command.HELP))
+        commands.add_command(command)
     return parser
 
 
@@ -91,9 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # made lives as long as the process, so the collector's full passes need not walk it again (~1% of a
         # 1,000-file run, measured with callgrind)
         gc.freeze()
-    command = next(c for c in COMMANDS if args.command == c.NAME)
+    command = next(c for c in COMMANDS if c.name == args.command)
     try:
-        return command.run(args)
+        return command.module().run(args)
     except LoopguardError as exc:
         error(exc)
         return EXIT_BAD_INPUT

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from ..errors import LoopguardError, TraceError
 from ._common import EXIT_BAD_INPUT, EXIT_OK, OFF, as_trace_error, out, print_json, report_errors, validate_traces
@@ -11,8 +11,6 @@ from ._common import EXIT_BAD_INPUT, EXIT_OK, OFF, as_trace_error, out, print_js
 if TYPE_CHECKING:
     from ..core._model import ReplayResult, Trace
 
-NAME: Final = "matrix"
-HELP: Final = "first intervention of each trace under each policy"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -11,8 +11,6 @@ from ._common import EXIT_OK, OFF, out, print_json
 if TYPE_CHECKING:
     from ..runtime._policy import Policy
 
-NAME: Final = "presets"
-HELP: Final = "print presets' settings side by side"
 SETTING_WIDTH: Final = 28  # long lists (marker words, tool names) are cut so presets fit side by side
 
 

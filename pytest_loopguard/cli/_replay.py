@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from ._common import EXIT_OK, load_one, out, policy_type, print_json, report_warnings, trace_warnings
 
 if TYPE_CHECKING:
     from ..core._expect import Mismatch
 
-NAME: Final = "replay"
-HELP: Final = "print one trace's verdict timeline"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from ..errors import LoopguardError
 from ._common import (
@@ -28,8 +28,6 @@ if TYPE_CHECKING:
     from ..core._model import ReplayResult
     from ..errors import NotATraceError
 
-NAME: Final = "run"
-HELP: Final = "replay every trace under PATHS and check its expectations (exit 1 on a mismatch)"
 
 
 def _jobs_type(text: str) -> int:

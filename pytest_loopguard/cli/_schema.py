@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Final
 
 from ._common import EXIT_OK
-
-NAME: Final = "schema"
-HELP: Final = "print the JSON Schema of the trace format (for editors and validators)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import Final
 
 from ..errors import TraceError
 from ._common import EXIT_OK, load_one, out, policy_type, print_json
-
-NAME: Final = "simulate"
-HELP: Final = "run a scenario (mode: simulate) and record the trace it produces"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

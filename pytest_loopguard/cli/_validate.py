@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Final
 
 from ._common import EXIT_BAD_INPUT, EXIT_OK, error, out, validate_traces
-
-NAME: Final = "validate"
-HELP: Final = "load every trace file under PATHS and report every bad one"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

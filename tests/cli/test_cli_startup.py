@@ -1,10 +1,11 @@
-"""`loopguard` starts lean: building the parser, every subcommand's arguments on it, imports no command's
-implementation (`--help` loads the command modules and nothing heavy), `run` loads none of the other
-commands' modules, and each command still loads what it needs when it runs."""
+"""`loopguard` starts lean: `--help` loads no command's module, `loopguard NAME --help` only NAME's (which
+defines its arguments without its implementation), `run` none of the other commands' modules, and each
+command still loads what it needs when it runs."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,18 +31,16 @@ OWN = {
     "eval": ("pytest_loopguard.cli._eval_tables", "pytest_loopguard.eval._score", "pytest_loopguard.eval._runs",
              "tabulate"),
 }
-OTHER_COMMANDS = tuple(m for name, modules in OWN.items() if name != "run" for m in modules)
 
 # what a plain `loopguard run` does without: tables of plain cells are rendered without tabulate, the live
 # session's modules load when a program names them, the ini reader only without PATHS, `-j`'s pool with -j
 # (importlib.metadata does load: the engine registry reads the plugin engines' entry points)
-NOT_FOR_RUN = (*OTHER_COMMANDS, "tabulate", "tomllib", "pytest_loopguard.live._session",
+NOT_FOR_RUN = ("tabulate", "tomllib", "pytest_loopguard.live._session",
                "pytest_loopguard.live._recorder", "pytest_loopguard.cli._inifile", "pytest_loopguard.cli._jobs")
 
-# all that `--help` may load of the package: the parser, the command modules and what they print with
+# all that `--help` loads of the package: the parser and what the commands print with
 PARSER = {"pytest_loopguard", "pytest_loopguard.errors", "pytest_loopguard.cli", "pytest_loopguard.cli._main",
-          "pytest_loopguard.cli._common", "pytest_loopguard.report", "pytest_loopguard.report._console",
-          *(f"pytest_loopguard.cli._{name}" for name in COMMAND_NAMES)}
+          "pytest_loopguard.cli._common", "pytest_loopguard.report", "pytest_loopguard.report._console"}
 HEAVY_LIBRARIES = ("yaml", "tabulate", "rich", "importlib.metadata", "tomllib", "multiprocessing", "pathlib")
 
 
@@ -62,34 +61,65 @@ def tiny_trace(folder: Path) -> Path:
 
 
 def test_every_command_module_is_on_the_parser_once_in_the_help_order() -> None:
-    assert [c.NAME for c in cli.COMMANDS] == COMMAND_NAMES
-    defined = sorted(p.stem[1:] for p in CLI.glob("_*.py") if "\nNAME: Final = " in p.read_text(encoding="utf-8"))
-    assert defined == sorted(COMMAND_NAMES)  # a new command module that is not in COMMANDS fails here
+    assert [c.name for c in cli.COMMANDS] == COMMAND_NAMES
+    modules = sorted(p.stem[1:] for p in CLI.glob("_*.py")
+                     if {"\ndef add_arguments(", "\ndef run("} <= set(re.findall(r"\ndef \w+\(", p.read_text("utf-8"))))
+    assert modules == sorted(COMMAND_NAMES)  # a new command module that is not in COMMANDS fails here
     for command in cli.COMMANDS:
-        assert command.__name__ == f"pytest_loopguard.cli._{command.NAME}"  # type: ignore[attr-defined]
+        module = command.module()
+        assert callable(module.add_arguments) and callable(module.run), command.name
 
 
-@pytest.mark.parametrize("argv", [["--help"], *([name, "--help"] for name in COMMAND_NAMES)], ids=" ".join)
-def test_help_loads_the_parser_and_no_command_implementation(argv: list[str]) -> None:
-    loaded = loaded_after(argv)
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["bogus"]], ids=" ".join)
+def test_the_parser_alone_loads_no_command(argv: list[str]) -> None:
+    loaded = loaded_after(argv, status=2 if argv == ["bogus"] else 0)
     assert {m for m in loaded if m.startswith("pytest_loopguard")} == PARSER
     assert [m for m in HEAVY_LIBRARIES if m in loaded] == []
 
 
-def test_run_loads_no_other_commands_modules(tmp_path: Path) -> None:
-    trace = tiny_trace(tmp_path)
-    for argv in (["run", str(trace)], ["run", str(ROOT / "traces")]):
+@pytest.mark.parametrize("name", COMMAND_NAMES)
+def test_a_commands_help_loads_its_module_and_no_implementation(name: str) -> None:
+    loaded = loaded_after([name, "--help"])
+    assert {m for m in loaded if m.startswith("pytest_loopguard")} == {*PARSER, f"pytest_loopguard.cli._{name}"}
+    assert [m for m in HEAVY_LIBRARIES if m in loaded] == []
+
+
+def test_the_help_lists_every_command_however_it_is_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--help"]) == 0
+    listed = capsys.readouterr().out
+    for command in cli.COMMANDS:
+        assert f"    {command.name:<9} {command.help.split()[0]}" in listed, command.name
+    assert cli.main(["-h", "run"]) == 0  # a command named after -h does not change what the help lists
+    assert capsys.readouterr().out == listed
+    assert cli.main(["bogus"]) == 2
+    assert f"(choose from {', '.join(repr(n) for n in COMMAND_NAMES)})" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", cli.COMMANDS, ids=lambda c: c.name)
+def test_each_commands_help_is_its_own(command: cli.Command, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([command.name, "--help"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith(f"usage: loopguard {command.name} [-h]")
+    assert " ".join(command.help.split()) in " ".join(shown.split())  # the description, however wrapped
+
+
+def not_for(name: str) -> tuple[str, ...]:
+    """The other commands' modules, and what only they need."""
+    return (*(f"pytest_loopguard.cli._{other}" for other in COMMAND_NAMES if other != name),
+            *(m for other, modules in OWN.items() if other != name for m in modules if m != "tabulate"))
+
+
+@pytest.mark.parametrize("name", ["run", "replay", "validate"])
+def test_a_command_loads_no_other_commands_modules(name: str, tmp_path: Path) -> None:
+    loaded = loaded_after([name, str(tiny_trace(tmp_path))])
+    assert [m for m in not_for(name) if m in loaded] == []
+    assert f"pytest_loopguard.cli._{name}" in loaded  # the check can see a module that does load
+
+
+def test_a_plain_run_loads_neither_tabulate_nor_the_live_session_nor_the_pool(tmp_path: Path) -> None:
+    for argv in (["run", str(tiny_trace(tmp_path))], ["run", str(ROOT / "traces")]):
         loaded = loaded_after(argv)
-        assert [m for m in NOT_FOR_RUN if m in loaded] == [], argv
-        assert "pytest_loopguard.cli._corpus" in loaded  # the check can see a module that does load
-
-
-def test_replay_and_validate_load_no_other_commands_modules(tmp_path: Path) -> None:
-    trace = tiny_trace(tmp_path)
-    others = tuple(m for name, modules in OWN.items() if name != "replay" for m in modules if m != "tabulate")
-    assert [m for m in others if m in loaded_after(["replay", str(trace)])] == []
-    assert [m for m in (*OTHER_COMMANDS, "pytest_loopguard.cli._timeline") if m in
-            loaded_after(["validate", str(trace)])] == []
+        assert [m for m in (*NOT_FOR_RUN, *not_for("run")) if m in loaded] == [], argv
 
 
 @pytest.mark.parametrize("argv", [
