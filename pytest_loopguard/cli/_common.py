@@ -1,8 +1,8 @@
 """What every `loopguard` subcommand shares: exit statuses, output and error lines, `--policy`, trace warnings.
 
-Every command module imports this one to define its arguments, and the parser imports every command module:
-so it imports nothing heavy at the top. What loads traces or policies, or lays out a table, imports its
-modules when called: by then the command is running and needs them.
+The parser and every command module import this one before any command runs (`loopguard NAME --help` loads
+little else), so it imports nothing heavy at the top: what loads traces or policies, or lays out a table,
+imports its modules when called, by then the command is running and needs them.
 """
 
 from __future__ import annotations
