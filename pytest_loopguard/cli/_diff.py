@@ -1,30 +1,13 @@
 """`loopguard diff PATHS --before P --after Q`: replay a corpus under two policies and show what moved.
 
-A policy is anything `--policy` takes, or `git:REV:PATH`: a policy file as it was at a git revision
-(`git:HEAD:policies/strict.yaml` against the edited `policies/strict.yaml` shows what an edit changes).
-Exit status: 0 nothing moved, 1 something did (a CI gate), 2 bad input.
+Exit status: 0 nothing moved, 1 something did (a CI gate), 2 bad input (which wins over 1, as in `run`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-from collections.abc import Callable, Sequence
-from typing import Any
 
-import yaml
-
-from ..core._model import ReplayResult, Trace
-from ..errors import LoopguardError, PolicyError, TraceError
-from ..eval._diff import Change, TraceDiff, diff_results
-from ..report._console import fit_table, progress
-from ..report._markdown import md_table
-from ..runtime._policy import Policy, resolve_policy
-
-__all__ = ["add_arguments", "diff_policy", "render_markdown", "render_text", "run"]
-
-GIT_PREFIX = "git:"
+from ._common import EXIT_BAD_INPUT, report_errors
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,108 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="list the traces where nothing moved too")
 
 
-def diff_policy(spec: str) -> Policy:
-    """A policy from a `--before`/`--after` value; `git:REV:PATH` reads PATH as of REV with `git show`."""
-    if not spec.startswith(GIT_PREFIX):
-        return resolve_policy(spec)
-    rev, sep, path = spec[len(GIT_PREFIX):].partition(":")
-    if not sep or not rev or not path:
-        raise PolicyError(f"{spec!r}: expected git:REV:PATH, e.g. git:HEAD:policies/strict.yaml")
-    try:
-        shown = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True, text=True, check=False)
-    except OSError as exc:
-        raise PolicyError(f"{spec!r}: cannot run git ({exc.strerror})") from None
-    if shown.returncode != 0:
-        said = shown.stderr.strip().splitlines()
-        raise PolicyError(f"{spec!r}: {said[-1] if said else 'git failed'}")
-    try:
-        raw = yaml.safe_load(shown.stdout)
-    except yaml.YAMLError as exc:
-        raise PolicyError(f"YAML error: {exc}", source=spec) from None
-    if not isinstance(raw, dict):
-        raise PolicyError("a policy file must hold a mapping", source=spec)
-    raw.setdefault("name", f"{path}@{rev}")
-    return resolve_policy(raw)
+def run(args: argparse.Namespace) -> int:
+    from ._policy_diff import compare  # YAML and git for git:REV:PATH, the diff itself, Markdown
 
-
-def _step(change: Change) -> tuple[str, str]:
-    b, a = change.before, change.after
-    return (
-        "" if b is None else f"{b.step}: {b.action} {b.reason}",
-        "" if a is None else f"{a.step}: {a.action} {a.reason}",
-    )
-
-
-def _saved(before: int, after: int) -> str:
-    n = before - after
-    return f"{before} → {after}" + (f" ({n} saved)" if n > 0 else f" ({-n} more)" if n < 0 else "")
-
-
-def _ending(d: TraceDiff, which: str) -> str:
-    r = d.before if which == "before" else d.after
-    return r.outcome + (f" at {r.stopped_at}" if r.stopped_at is not None else "")
-
-
-def render_text(diffs: Sequence[TraceDiff], before: str, after: str, *, show_all: bool = False) -> str:
-    lines: list[str] = []
-    for d in diffs:
-        if not d.moved and not show_all:
-            continue
-        lines.append(f"{d.file or ''}::{d.trace}: {_ending(d, 'before')} → {_ending(d, 'after')}; "
-                     f"steps {_saved(*d.steps)}; tokens {_saved(*d.tokens)}")
-        if d.changes:
-            rows = [[c.kind, *_step(c)] for c in d.changes]
-            lines.append(fit_table(rows, ["change", before, after]))
-        lines.append("")
-    moved = sum(1 for d in diffs if d.moved)
-    lines.append(f"loopguard diff: {len(diffs)} traces, {moved} moved ({before} → {after})")
-    return "\n".join(lines)
-
-
-def render_markdown(diffs: Sequence[TraceDiff], before: str, after: str, *, show_all: bool = False) -> str:
-    moved = [d for d in diffs if d.moved or show_all]
-    out = [f"## loopguard diff: `{before}` → `{after}`", "",
-           f"{len(diffs)} traces, {sum(1 for d in diffs if d.moved)} moved.", ""]
-    if moved:
-        rows = [[f"`{d.trace}`", _ending(d, "before"), _ending(d, "after"), _saved(*d.steps), _saved(*d.tokens),
-                 "<br>".join(f"{c.kind}: {' → '.join(s for s in _step(c) if s)}" for c in d.changes)]
-                for d in moved]
-        out += [md_table(["trace", before, after, "steps", "tokens", "interventions"], rows), ""]
-    return "\n".join(out)
-
-
-def run(
-    args: argparse.Namespace,
-    load: Callable[[Sequence[str]], tuple[list[Trace], list[TraceError]]],
-    execute: Callable[[Trace, Policy], ReplayResult],
-    out: Callable[[str], None],
-) -> tuple[int, list[TraceError]]:
-    """The command: status 0 nothing moved, 1 something moved, with the bad inputs met on the way.
-
-    The caller passes how to load a corpus and run one trace (replay, or simulate a scenario), so this
-    module follows the command's own choice of both; like `run`, a bad file is reported and the others
-    are still compared (a bad `--before`/`--after` raises: nothing can be compared).
-    """
-    before, after = diff_policy(args.before), diff_policy(args.after)
-    traces, errors = load(args.paths)
-    diffs: list[TraceDiff] = []
-    for trace in progress(traces, "diffing"):
-        try:
-            diffs.append(diff_results(execute(trace, before), execute(trace, after)))
-        except LoopguardError as exc:
-            errors.append(exc.located(file=trace.path) if isinstance(exc, TraceError) else
-                          TraceError(str(exc), file=trace.path))
-    if args.json:
-        document: dict[str, Any] = {
-            "before": before.name,
-            "after": after.name,
-            "traces": len(diffs),
-            "moved": sum(1 for d in diffs if d.moved),
-            "diffs": [d.to_dict() for d in diffs if d.moved or args.all],
-        }
-        out(json.dumps(document, indent=2, ensure_ascii=False))
-    elif args.markdown:
-        out(render_markdown(diffs, before.name, after.name, show_all=args.all))
-    else:
-        out(render_text(diffs, before.name, after.name, show_all=args.all))
-    return (1 if any(d.moved for d in diffs) else 0), errors
+    status, errors = compare(args)
+    report_errors(errors)
+    return EXIT_BAD_INPUT if errors else status

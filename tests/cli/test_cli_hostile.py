@@ -11,6 +11,8 @@ from files import write
 
 from pytest_loopguard.cli import _corpus as stream
 from pytest_loopguard.cli import _main as cli
+from pytest_loopguard.cli import _policy_diff as policy_diff
+from pytest_loopguard.io import _runner as runner
 
 GOOD = "loopguard: 1\nname: good\nsteps:\n  - {tool: a}\nexpect: {outcome: incomplete}\n"
 MISMATCH = "loopguard: 1\nname: mismatch\nsteps:\n  - {tool: a}\nexpect: {outcome: completed}\n"
@@ -82,10 +84,12 @@ def test_an_internal_error_exits_3_in_one_line(
     def broken(*args: object, **kwargs: object) -> None:
         raise TypeError("an engine bug")
 
-    monkeypatch.setattr(cli, "execute", broken)
+    monkeypatch.setattr(runner, "execute", broken)  # what `replay` and `matrix` import when they run
     monkeypatch.setattr(stream, "execute", broken)  # `loopguard run` replays each file as it reads it
+    monkeypatch.setattr(policy_diff, "execute", broken)
     path = write(tmp_path, "good.yaml", GOOD)
-    for argv in (["run", str(path)], ["replay", str(path)], ["matrix", str(path), "--policies", "default"]):
+    for argv in (["run", str(path)], ["replay", str(path)], ["matrix", str(path), "--policies", "default"],
+                 ["diff", str(path), "--before", "default", "--after", "goose"]):
         status, _, err = run(capsys, *argv)
         assert status == 3, argv
         assert err.strip() == "loopguard: internal error (please report it): TypeError: an engine bug"

@@ -11,6 +11,7 @@ import pytest
 from pytest_loopguard.bench._replay import synthetic_trace
 from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.cli import _replay as replay_cmd
+from pytest_loopguard.cli import _timeline as timeline
 from pytest_loopguard.core._model import Step, StepExpect, Trace
 from pytest_loopguard.io._format import dump, validate_paths
 from pytest_loopguard.report import _console as console
@@ -69,17 +70,17 @@ def test_the_trace_is_never_loaded_and_rows_come_out_as_steps_are_replayed(
     trace = synthetic_trace("long", random.Random(2), steps=120)
     n = len(trace.steps)
     path = as_jsonl(trace, tmp_path)
-    monkeypatch.setattr(cli, "_load_one", lambda spec: pytest.fail("loaded the whole trace"))
+    monkeypatch.setattr(replay_cmd, "load_one", lambda spec: pytest.fail("loaded the whole trace"))
     printed: list[str] = []
     replayed: list[int] = []
-    original = replay_cmd.timeline_row
+    original = timeline.timeline_row
 
     def row(step, got):  # type: ignore[no-untyped-def]
         replayed.append(step.index)
         return original(step, got)
 
-    monkeypatch.setattr(replay_cmd, "timeline_row", row)
-    replay_cmd.stream_timeline(str(path), None, lambda text: printed.append(f"{len(replayed)}:{text}"))
+    monkeypatch.setattr(timeline, "timeline_row", row)
+    timeline.stream_timeline(str(path), None, lambda text: printed.append(f"{len(replayed)}:{text}"))
     # two passes over the steps; in the second, each row is printed before the next step is replayed
     assert len(replayed) == 2 * n
     rows = printed[1:-1]
@@ -90,7 +91,7 @@ def test_the_trace_is_never_loaded_and_rows_come_out_as_steps_are_replayed(
 def test_on_a_terminal_wide_enough_the_table_is_the_same(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     path = as_jsonl(synthetic_trace("wide", random.Random(4), steps=150), tmp_path)
-    for module in (console, replay_cmd):
+    for module in (console, timeline):
         monkeypatch.setattr(module, "terminal_width", lambda stream=None: 400)
     streamed, full = both(path, capsys, monkeypatch)
     assert streamed == full
@@ -99,7 +100,7 @@ def test_on_a_terminal_wide_enough_the_table_is_the_same(
 def test_on_a_narrow_terminal_rows_wrap_at_the_same_limits(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     path = as_jsonl(synthetic_trace("narrow", random.Random(4), steps=150), tmp_path)
-    for module in (console, replay_cmd):
+    for module in (console, timeline):
         monkeypatch.setattr(module, "terminal_width", lambda stream=None: 100)
     (status, out, _), (full_status, full_out, _) = both(path, capsys, monkeypatch)
     assert status == full_status == 0

@@ -136,8 +136,8 @@ def test_the_runtime_imports_and_runs_without_the_pytest_extra() -> None:
 
 
 def test_a_runtime_module_that_imports_an_extra_fails_the_check(tmp_path: Path) -> None:
-    """The block is real: a module that imports tabulate (as the CLI's timeline does) fails to import."""
-    out = run_without(EXTRA_MODULES, EMBED.format(modules=["pytest_loopguard.cli._replay"], traces=str(tmp_path)))
+    """The block is real: a module that imports tabulate (as the bench's tables do) fails to import."""
+    out = run_without(EXTRA_MODULES, EMBED.format(modules=["pytest_loopguard.bench._replay"], traces=str(tmp_path)))
     assert out.returncode != 0
     assert "No module named 'tabulate'" in out.stderr
 
@@ -159,7 +159,7 @@ def test_the_timeline_without_tabulate_is_one_line_naming_the_extra() -> None:
     out = run_without(EXTRA_MODULES, CLI, "replay", "traces/loop_guard/branch_consecutive.yaml")
     assert (out.returncode, out.stdout) == (2, "")
     assert out.stderr == (
-        f"loopguard: error: `loopguard replay` needs tabulate, which comes with the pytest extra: {INSTALL}\n"
+        f"loopguard: error: loopguard's table output needs tabulate, which comes with the pytest extra: {INSTALL}\n"
     )
 
 

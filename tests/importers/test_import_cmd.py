@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from planted_secrets import PLANTED, USER_RULE, assert_no_planted_secret, planted_payload
 
-from pytest_loopguard.cli import _import as import_cmd
+from pytest_loopguard.cli import _import_logs as import_cmd
 from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.core._limits import MAX_FILE_BYTES, MAX_STRING
 from pytest_loopguard.importers import ImportedRun, Importer, Source, available

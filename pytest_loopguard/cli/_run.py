@@ -1,0 +1,119 @@
+"""`loopguard run [PATHS]`: replay every trace under PATHS and check its expectations, on one process or N."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from ..errors import LoopguardError
+from ._common import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERNAL,
+    EXIT_MISMATCH,
+    EXIT_OK,
+    err,
+    error,
+    out,
+    policy_arg,
+    policy_type,
+    print_json,
+    report_errors,
+    report_warnings,
+    skipped_line,
+    trace_warnings,
+)
+
+if TYPE_CHECKING:
+    from ..core._expect import Mismatch
+    from ..core._model import ReplayResult
+    from ..errors import NotATraceError
+
+
+
+def _jobs_type(text: str) -> int:
+    from ._jobs import parse_jobs  # only when -j is given
+
+    try:
+        return parse_jobs(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", metavar="PATHS",
+                   help="files or folders (default: the loopguard_paths ini option, as pytest reads it; else traces)")
+    p.add_argument("--policy", type=policy_type,
+                   help="replay every trace under this preset, policy file or inline {mapping} instead of its own")
+    p.add_argument("--json", action="store_true", help="print a JSON list, one entry per trace")
+    p.add_argument("--coverage", action="store_true", help="print rule coverage (reason codes no trace triggers)")
+    p.add_argument("--report", metavar="PATH", help="write a report file: .json, .md or .html")
+    p.add_argument("-j", "--jobs", type=_jobs_type, default=1, metavar="N",
+                   help="replay on N processes, output identical to one (0 or auto: one per CPU; default 1)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.jobs <= 1:
+        return _replay_corpus(args)
+    from ._jobs import WorkerLost
+
+    try:
+        return _replay_corpus(args)
+    except WorkerLost as exc:  # killed (out of memory?) rather than a bug: no "please report it"
+        error(exc)
+        return EXIT_INTERNAL
+
+
+def _replay_corpus(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..report._console import progress
+    from ..report._tables import json_entry, mismatch_table, summary_table
+    from ._corpus import run_paths
+
+    policy = policy_arg(args.policy)
+    results: list[tuple[ReplayResult, list[Mismatch]]] = []
+    errors: list[LoopguardError] = []
+    skipped: list[NotATraceError] = []
+    if args.paths:
+        paths = args.paths
+    else:
+        from ._inifile import trace_paths  # reads pytest's ini files (tomllib): only when no PATHS are given
+
+        paths = trace_paths(Path.cwd())
+    timelines = bool(args.coverage or args.report)  # coverage and reports read every step's verdicts
+    if args.jobs > 1:  # the same items in the same order from several processes (run_jobs)
+        from ._jobs import run_jobs
+
+        items = run_jobs(paths, policy, args.policy, args.jobs, skipped=skipped, stream=not timelines)
+    else:
+        items = run_paths(paths, policy, skipped=skipped, stream=not timelines)
+    with trace_warnings():  # each file is replayed as it is read (JSONL streamed): memory stays flat
+        for item in progress(items, "replaying"):
+            if isinstance(item, LoopguardError):
+                errors.append(item)
+            else:
+                results.append(item)
+                report_warnings([item[0].trace])
+    for note in skipped:
+        err(skipped_line(note))
+    if args.json:
+        print_json([{**json_entry(r, m), "mismatches": [str(x) for x in m]} for r, m in results])
+    else:
+        if results:
+            out(summary_table(results))
+        for result, mismatches in results:
+            if mismatches:
+                out()
+                out(f"{result.trace.path}::{result.trace.name}")
+                out(mismatch_table(result, mismatches))
+        failed = sum(1 for _, m in results if m)
+        out()
+        out(f"loopguard: {len(results)} traces replayed, {failed} mismatched")
+    if args.coverage or args.report:
+        from ..report._run_report import run_report  # report and coverage rendering stay off the plain run's path
+
+        run_report(args, results, policy)
+    report_errors(errors)
+    if errors:
+        return EXIT_BAD_INPUT
+    return EXIT_MISMATCH if any(m for _, m in results) else EXIT_OK
