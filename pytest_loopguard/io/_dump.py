@@ -57,19 +57,16 @@ def expect_to_value(e: StepExpect) -> Any:
 def step_to_mapping(step: Step) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if step.kind == "tool":
-        assert step.call is not None
         out["tool"] = step.call.tool
         if step.call.args:
             out["args"] = dict(step.call.args)
         if step.result is not None:
             out["result"] = _result_to_mapping(step.result)
     elif step.kind == "llm":
-        assert step.llm is not None
         out["llm"] = _llm_to_mapping(step.llm)
     elif step.kind == "phase":
         out["phase"] = step.phase
     elif step.kind == "message":
-        assert step.message is not None
         m = step.message
         message: dict[str, Any] = {"role": m.role, "text": m.text}
         if m.origin is not None:
@@ -78,15 +75,13 @@ def step_to_mapping(step: Step) -> dict[str, Any]:
             message["name"] = m.name
         out["message"] = message
     elif step.kind == "rejected":
-        assert step.rejected is not None
         rejected: dict[str, Any] = {"reason": step.rejected.reason}
         if step.rejected.text is not None:
             rejected["text"] = step.rejected.text
         if step.rejected.llm is not None:
             rejected["llm"] = _llm_to_mapping(step.rejected.llm)
         out["rejected"] = rejected
-    else:
-        assert step.done is not None
+    elif step.kind == "done":
         done: dict[str, Any] = {}
         if step.done.success is not None:
             done["success"] = step.done.success
