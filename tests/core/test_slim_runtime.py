@@ -178,7 +178,12 @@ def test_a_simulated_browser_without_faker_is_one_bad_file_naming_the_extra() ->
 def test_the_plugin_autoloads_in_a_slim_install_without_breaking_pytest(tmp_path: Path) -> None:
     """An agent's own test suite, with pytest and the runtime but not the extra: pytest loads the plugin (the
     entry point is registered either way); its tests and the trace files replay, hypothesis-style."""
-    (tmp_path / "test_agent.py").write_text("def test_agent():\n    assert True\n", encoding="utf-8")
+    (tmp_path / "test_agent.py").write_text(
+        "from pytest_loopguard import Guard, ToolCall, resolve_policy\n\n\n"
+        "def test_agent():  # the agent's own test of its guarded loop\n"
+        "    guard = Guard(resolve_policy('default'))\n"
+        "    assert guard.before_call(ToolCall.of('read_file', {'path': 'a.py'})).runs\n",
+        encoding="utf-8")
     (tmp_path / "pytest.ini").write_text("[pytest]\nloopguard_paths = traces\n", encoding="utf-8")
     (tmp_path / "traces").mkdir()
     trace = ROOT / "traces" / "loop_guard" / "branch_consecutive.yaml"
