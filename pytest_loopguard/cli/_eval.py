@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from ..eval._labels import load_labels
-    from ..eval._runs import Run, load_runs
+    from ..eval._runs import ScoredRun, load_runs
     from ..eval._score import match_labels, score_policy
     from ..runtime._policy import resolve_policy
     from ._eval_tables import parse_sweep, render, sweep_headers, sweep_rows, swept, table
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     policies = [resolve_policy(n) for n in names]  # a bad name fails before any replay
     sweep = parse_sweep(args.sweep) if args.sweep else None
     labels = load_labels(args.labels) if args.labels else None
-    runs: list[Run] = load_runs(args.paths, skip=[args.labels] if args.labels else [])
+    runs: list[ScoredRun] = load_runs(args.paths, skip=[args.labels] if args.labels else [])
     labelled = match_labels(labels, runs) if labels is not None else {}
     if sweep is not None:
         document: dict[str, Any] = {}

@@ -8,7 +8,7 @@ TYPE_CHECKING = False  # typing's, without importing typing: see pytest_loopguar
 if TYPE_CHECKING:
     from ._diff import Change, TraceDiff, diff_results
     from ._labels import LabelsError, RunLabel, load_labels
-    from ._runs import Run, load_runs
+    from ._runs import ScoredRun, load_runs
     from ._score import LoopScore, PolicyScore, RunScore, match_labels, score_policy
 
 __all__ = [
@@ -16,9 +16,9 @@ __all__ = [
     "LabelsError",
     "LoopScore",
     "PolicyScore",
-    "Run",
     "RunLabel",
     "RunScore",
+    "ScoredRun",
     "TraceDiff",
     "diff_results",
     "load_labels",
@@ -30,6 +30,6 @@ __all__ = [
 __getattr__, __dir__ = exports(__name__, {
     "_diff": ("Change", "TraceDiff", "diff_results"),
     "_labels": ("LabelsError", "RunLabel", "load_labels"),
-    "_runs": ("Run", "load_runs"),
+    "_runs": ("ScoredRun", "load_runs"),
     "_score": ("LoopScore", "PolicyScore", "RunScore", "match_labels", "score_policy"),
 })

@@ -19,7 +19,7 @@ from ..errors import TraceError
 from ..importers import Source, import_traces, tar_traces
 from ..io._format import load_file
 
-__all__ = ["CALL_KINDS", "LOG_SUFFIXES", "Run", "call_count", "load_runs"]
+__all__ = ["CALL_KINDS", "LOG_SUFFIXES", "ScoredRun", "call_count", "load_runs"]
 
 # What labels count as a call: accepted tool calls and model turns the harness rejected (labels.yaml header).
 CALL_KINDS: Final = frozenset({"tool", "rejected"})
@@ -30,7 +30,7 @@ RESOLVED_MEMBER: Final = "resolved.json"
 
 @final
 @dataclass(frozen=True, slots=True, eq=False)
-class Run:
+class ScoredRun:
     """One run to score: its trace, the file it came from, its row in that file, and its outcome."""
 
     trace: Trace
@@ -111,7 +111,7 @@ def _instance_id(member: str) -> str:
     return name
 
 
-def _tar_runs(tar: Path) -> list[Run]:
+def _tar_runs(tar: Path) -> list[ScoredRun]:
     flags = _resolved_flags(tar)
     with tarfile.open(tar) as tf:
         members = [i.name for i in tf if i.isfile() and i.name.endswith((".json", ".jsonl", ".traj"))
@@ -120,22 +120,22 @@ def _tar_runs(tar: Path) -> list[Run]:
     for member, trace in tar_traces(tar, members=members):
         flag = flags.get(_instance_id(member))
         outcome = "unknown" if flag is None else ("resolved" if flag else "failed")
-        runs.append(Run(trace, tar, 0, 1, outcome, member))
+        runs.append(ScoredRun(trace, tar, 0, 1, outcome, member))
     return runs
 
 
-def _file_runs(path: Path) -> list[Run]:
+def _file_runs(path: Path) -> list[ScoredRun]:
     traces = load_file(path) if _is_trace_file(path) else import_traces(Source.from_path(path))
-    return [Run(t, path, i, len(traces)) for i, t in enumerate(traces)]
+    return [ScoredRun(t, path, i, len(traces)) for i, t in enumerate(traces)]
 
 
-def load_runs(paths: Iterable[str | Path], *, skip: Iterable[str | Path] = ()) -> list[Run]:
+def load_runs(paths: Iterable[str | Path], *, skip: Iterable[str | Path] = ()) -> list[ScoredRun]:
     """Every run under `paths` (folders searched recursively, sorted; `skip` e.g. the labels file).
 
     Raises a one-line `TraceError` for the first file that cannot be read or converted.
     """
     skipped = {Path(s).resolve() for s in skip}
-    runs: list[Run] = []
+    runs: list[ScoredRun] = []
     for f in _files(paths, skipped):
         runs.extend(_tar_runs(f) if _is_tar(f) else _file_runs(f))
     return runs

@@ -24,7 +24,7 @@ from ..core._model import ReplayResult
 from ..io._runner import execute
 from ..runtime._policy import Policy
 from ._labels import Labels, LoopLabel, RunLabel
-from ._runs import CALL_KINDS, Run, call_count
+from ._runs import CALL_KINDS, ScoredRun, call_count
 
 __all__ = [
     "FORCE_DONE",
@@ -85,7 +85,7 @@ class LoopScore:
 class RunScore:
     """How a policy did on one run."""
 
-    run: Run
+    run: ScoredRun
     label: RunLabel | None
     outcome: str
     events: tuple[Event, ...]
@@ -229,7 +229,7 @@ def _loop_score(loop: LoopLabel, evs: tuple[Event, ...], outcome: str) -> LoopSc
     return LoopScore(loop, first, false_stop)
 
 
-def score_run(run: Run, label: RunLabel | None, result: ReplayResult) -> RunScore:
+def score_run(run: ScoredRun, label: RunLabel | None, result: ReplayResult) -> RunScore:
     """Score one replay against its label (or only its outcome when unlabelled)."""
     evs = events(result)
     outcome = label.outcome if label is not None else run.outcome
@@ -240,7 +240,7 @@ def score_run(run: Run, label: RunLabel | None, result: ReplayResult) -> RunScor
     return RunScore(run, label, outcome, evs, loops, false_stop)
 
 
-def match_labels(labels: Labels, runs: Sequence[Run]) -> dict[int, RunLabel]:
+def match_labels(labels: Labels, runs: Sequence[ScoredRun]) -> dict[int, RunLabel]:
     """The label of each labelled run (by position in `runs`); every label must find its run.
 
     Raises `LabelsError` naming the entry for a run that is not there, a file holding several runs
@@ -275,7 +275,7 @@ def match_labels(labels: Labels, runs: Sequence[Run]) -> dict[int, RunLabel]:
     return out
 
 
-def score_policy(policy: Policy, runs: Sequence[Run], labelled: Mapping[int, RunLabel], *,
+def score_policy(policy: Policy, runs: Sequence[ScoredRun], labelled: Mapping[int, RunLabel], *,
                  name: str | None = None) -> PolicyScore:
     """Replay every run under `policy` and score it."""
     scores = []

@@ -186,7 +186,7 @@ SUBPACKAGES: dict[str, dict[str, str]] = {
     "eval": {
         "_diff": "Change TraceDiff diff_results",
         "_labels": "LabelsError RunLabel load_labels",
-        "_runs": "Run load_runs",
+        "_runs": "ScoredRun load_runs",
         "_score": "LoopScore PolicyScore RunScore match_labels score_policy",
     },
     "report": {
