@@ -127,7 +127,7 @@ class ImportedRunBuilder:
     def tool(self, tool: str, args: dict[str, Any], *, index: int | str | None,
              result: dict[str, Any] | None = None, agent: str | None = None,
              x: dict[str, Any] | None = None) -> dict[str, Any]:
-        """A tool call (its result may be set later with `set_result`)."""
+        """A tool call (its result may be set later with `set_result`, or it may be marked `not_run`)."""
         self.counts["calls"] += 1
         step: dict[str, Any] = {"tool": tool, "args": args}
         if result is not None:
@@ -135,7 +135,42 @@ class ImportedRunBuilder:
         return self._add(step, index, agent, x)
 
     def set_result(self, step: dict[str, Any], r: dict[str, Any]) -> None:
+        for earlier in ("denied", "cancelled"):
+            if step.pop(earlier, None) is not None:
+                self.counts[earlier] -= 1
         step["result"] = r
+
+    def not_run(self, step: dict[str, Any], how: str, reason: str, *, by: str | None = None) -> None:
+        """Mark a call that never ran: `how` is `denied` (a person or a permission rule refused it; `by` is
+        `user` or `rule`) or `cancelled` (another call of its batch failed first). It keeps no result."""
+        if how not in ("denied", "cancelled"):
+            raise ValueError(f"not_run: expected 'denied' or 'cancelled', got {how!r}")
+        if how == "cancelled" and by is not None:
+            raise ValueError("not_run: only a denied call names who denied it")
+        step.pop("result", None)
+        for earlier in ("denied", "cancelled"):
+            if step.pop(earlier, None) is not None:
+                self.counts[earlier] -= 1
+        body: dict[str, Any] = {"reason": reason or how}
+        if by is not None:
+            body["by"] = by
+        step[how] = body
+        self.counts[how] += 1
+
+    def compacted(self, *, index: int | str | None, trigger: str | None = None, tokens_before: int | None = None,
+                  text: str | None = None, agent: str | None = None,
+                  x: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The log's own compaction event: the real agent compacted its context here (`trigger`: `auto` or
+        `manual`; `tokens_before`: the context's size before; `text`: the summary that replaced it)."""
+        self.counts["compacted"] += 1
+        body: dict[str, Any] = {}
+        if trigger is not None:
+            body["trigger"] = trigger
+        if isinstance(tokens_before, int) and not isinstance(tokens_before, bool) and tokens_before >= 0:
+            body["tokens_before"] = tokens_before
+        if text is not None:
+            body["text"] = text
+        return self._add({"compacted": body}, index, agent, x)
 
     def llm(self, *, index: int | str | None, input_tokens: int | None = None,
             output_tokens: int | None = None, error: str | None = None, text: str | None = None,
