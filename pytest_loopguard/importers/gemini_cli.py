@@ -229,3 +229,7 @@ class GeminiCliImporter(JsonLogImporter):
 
     def convert_rows(self, rows: Sequence[tuple[int, Any]], file: str, stem: str) -> list[ImportedRun]:
         raise TraceError(f"JSONL; expected {self.description}", file=file)
+
+    @property
+    def expected(self) -> str:
+        return f"a Gemini CLI log (expected {self.description})"
