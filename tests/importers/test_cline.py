@@ -148,7 +148,8 @@ def test_xray_edits_one_file_8_times_and_fails_one_model_request() -> None:
              and t["args"]["path"] == "src/lib/tabs/changes/TaskListSubtab.svelte"]
     assert len(edits) == 8  # SOURCES.md: same file edited 8×
     assert all(e["result"]["text"].startswith("The content was successfully saved") for e in edits)
-    cargo = [t for t in _tools(run) if t["tool"] == "execute_command" and t["args"]["command"].startswith("cargo check")]
+    cargo = [t for t in _tools(run)
+             if t["tool"] == "execute_command" and t["args"]["command"].startswith("cargo check")]
     assert len(cargo) == 2 and cargo[0]["args"] == cargo[1]["args"]  # identical `cargo check … 2>&1` ×2
     retry = next(s for s in run.trace["steps"] if s.get("x-ui") == "error_retry")
     assert "ECONNRESET" in retry["llm"]["error"] and retry["source"]["index"] == 313
@@ -165,7 +166,8 @@ def test_jeehunter_mcp_failures_and_the_auto_approval_limit() -> None:
                           "and active."),
         ("change_theme", "Error: Command timeout: vscode-commands.changeTheme")]
     (limit,) = [s for s in run.trace["steps"] if "message" in s and s["message"]["origin"] == "harness"]
-    assert limit["x-ui"] == "auto_approval_max_req_reached" and "auto-approved 20 API requests" in limit["message"]["text"]
+    assert limit["x-ui"] == "auto_approval_max_req_reached"
+    assert "auto-approved 20 API requests" in limit["message"]["text"]
     compiles = [t for t in _tools(run) if t["tool"] == "execute_command" and t["args"]["command"].endswith(
         'vscode-commands-extension"; npm run compile')]
     assert len(compiles) == 3  # SOURCES.md: `…vscode-commands-extension"; npm run compile` ×3
@@ -277,7 +279,8 @@ def test_near_misses_are_ordinary_results(tmp_path: Path, tool: str, answer: str
 
 
 def test_xml_tool_tags_the_one_tool_refusal_and_the_reissued_read(tmp_path: Path) -> None:
-    two_reads = "I'll read both.\n<read_file>\n<path>a.py</path>\n</read_file>\n<read_file>\n<path>b.py</path>\n</read_file>"
+    two_reads = ("I'll read both.\n<read_file>\n<path>a.py</path>\n</read_file>\n"
+                 "<read_file>\n<path>b.py</path>\n</read_file>")
     refusal = ("Tool [read_file] was not executed because a tool has already been used in this message. Only one "
                "tool may be used per message. You must assess the first tool's result before proceeding to use the "
                "next tool.")
@@ -294,7 +297,8 @@ def test_xml_tool_tags_the_one_tool_refusal_and_the_reissued_read(tmp_path: Path
 
 
 def test_a_rejected_call_skips_the_rest_of_its_message(tmp_path: Path) -> None:
-    text = "<write_to_file>\n<path>a</path>\n<content>x</content>\n</write_to_file>\n<read_file>\n<path>b</path>\n</read_file>"
+    text = ("<write_to_file>\n<path>a</path>\n<content>x</content>\n</write_to_file>\n"
+            "<read_file>\n<path>b</path>\n</read_file>")
     run = _history(tmp_path, _says("assistant", text),
                    _says("user", "[write_to_file for 'a'] Result:\nThe user denied this operation.",
                          "Skipping tool [read_file for 'b'] due to user rejecting a previous tool."))
@@ -321,7 +325,8 @@ def test_native_tool_results_pair_by_id_and_messages_by_origin(tmp_path: Path) -
 
 
 def test_a_call_with_no_answer_is_a_warning_unless_it_ends_the_task(tmp_path: Path) -> None:
-    run = _history(tmp_path, _uses("read_file", {"path": "a.py"}), _says("user", "<environment_details>\n</environment_details>"),
+    run = _history(tmp_path, _uses("read_file", {"path": "a.py"}),
+                   _says("user", "<environment_details>\n</environment_details>"),
                    _uses("attempt_completion", {"result": "done"}, "toolu_2"))
     read, done = _tools(run)
     assert read["x-result-missing"] is True and "x-result-missing" not in done
@@ -339,7 +344,8 @@ def _request(text: str, **more: Any) -> str:
 
 def test_a_loop_of_37_error_retries_is_37_failed_model_requests(tmp_path: Path) -> None:
     retry = json.dumps({"attempt": 1, "maxAttempts": 3, "delaySeconds": 2, "errorMessage": "429 rate limited"})
-    ui = [_entry(0, "say", "task", "fix it", -1), _entry(1, "say", "api_req_started", _request("<task>fix it</task>"), -1),
+    ui = [_entry(0, "say", "task", "fix it", -1),
+          _entry(1, "say", "api_req_started", _request("<task>fix it</task>"), -1),
           *[_entry(2 + n, "say", "error_retry", retry) for n in range(37)],
           _entry(40, "ask", "api_req_failed", "529 overloaded"),
           _entry(41, "ask", "mistake_limit_reached", "Cline is having trouble…"),
@@ -368,7 +374,8 @@ def test_ui_answers_mark_denied_and_failed_calls(tmp_path: Path) -> None:
     read, command = _tools(run)
     assert read["tool"] == "read_file" and read["args"] == {"path": "a.py"} and read["denied"]["by"] == "user"
     assert command["args"] == {"command": "rm -rf build"}
-    assert command["result"] == {"error": "The tool execution failed with the following error:\n<error>\nEPERM\n</error>"}
+    failure = "The tool execution failed with the following error:\n<error>\nEPERM\n</error>"
+    assert command["result"] == {"error": failure}
 
 
 def test_the_folder_adds_what_only_the_ui_log_holds_after_the_message_it_names(tmp_path: Path) -> None:
@@ -402,7 +409,7 @@ def test_a_truncated_log_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.C
 
 
 def test_a_folder_without_task_files_and_another_document_are_one_line(tmp_path: Path) -> None:
-    with pytest.raises(TraceError, match="no api_conversation_history.json or ui_messages.json"):
+    with pytest.raises(TraceError, match=r"no api_conversation_history\.json or ui_messages\.json"):
         import_runs(Source.from_path(tmp_path), "cline")
     with pytest.raises(TraceError, match="not a Cline log") as exc:
         import_runs(Source.from_bytes("x.json", b'{"messages": []}'), "cline")
@@ -422,15 +429,16 @@ def test_every_truncation_is_a_one_line_trace_error(name: str, cut: int) -> None
 
 
 _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=6), inner, max_size=3),
                      max_leaves=12)
 _UI_KINDS = st.sampled_from(["tool", "command", "command_output", "api_req_started", "use_mcp_server", "text",
                              "mcp_server_response", "error_retry", "user_feedback", "followup", "completion_result"])
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["say", "ask"]), _UI_KINDS, st.one_of(st.text(max_size=30), _JSON.map(json.dumps)),
-                          _JSON), max_size=8),
+@given(st.lists(st.tuples(st.sampled_from(["say", "ask"]), _UI_KINDS,
+                          st.one_of(st.text(max_size=30), _JSON.map(json.dumps)), _JSON), max_size=8),
        _JSON)
 def test_odd_entries_never_crash_the_import(entries: list[tuple[str, str, str, Any]], content: Any) -> None:
     ui = [{"ts": 1, "type": how, how: kind, "text": text, "conversationHistoryIndex": at,

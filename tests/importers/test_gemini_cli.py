@@ -17,7 +17,7 @@ from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.errors import TraceError
 from pytest_loopguard.importers import Source, available, detect, import_runs, to_trace
 from pytest_loopguard.importers.gemini_cli import USER_DENIAL
-from pytest_loopguard.io._format import dumps
+from pytest_loopguard.io._format import dumps, trace_from_mapping
 from pytest_loopguard.io._runner import execute
 
 GEMINI = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "sessions" / "gemini-cli"
@@ -34,7 +34,7 @@ def _origins(trace: dict[str, Any]) -> Counter[str]:
 
 
 def _validates_and_replays(trace_map: dict[str, Any], tmp_path: Path) -> None:
-    trace = to_trace(type("Run", (), {"trace": trace_map, "run_id": trace_map["name"]})())  # type: ignore[arg-type]
+    trace = trace_from_mapping(trace_map, path=trace_map["name"])
     out = tmp_path / f"{trace.name}.yaml"
     out.write_text(dumps(trace), encoding="utf-8")
     assert cli.main(["validate", str(out)]) == 0
@@ -226,7 +226,8 @@ def test_every_truncation_is_a_one_line_trace_error(cut: int) -> None:
 
 
 _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(st.text(max_size=6), inner, max_size=3),
                      max_leaves=12)
 
 
