@@ -15,7 +15,8 @@ from the start of the file, whatever session a loop is in. What becomes a step:
 |------------------------------------------------------|----------------------------------------------------|
 | `#### ` lines (one turn; `/cmd` and `!cmd` included) | `user` message, `origin: user` (`x-command`)       |
 | `> Tokens: N sent, M received.` after a reply        | `llm` step: the reply as its text, N and M tokens  |
-| `> litellm.XxxError: ...`                            | `llm` step with `error` (a failed model request)   |
+| `> litellm.XxxError: ...` (a failed model request)   | unmapped (aider retries or gives up; the run goes  |
+|                                                      | on, as the session does)                           |
 | `> Applied edit to PATH`                             | `edit {path}` call                                 |
 | a failed edit (FAILED_EDIT_MARKERS)                  | `edit` call whose result is the error; args: the   |
 |                                                      | file the error names (`path`, or `paths`), else {} |
@@ -228,8 +229,10 @@ class _Reader:
                   x={"x-usage": text})
             self.reply, self.shell_allowed, self.recent = [], False, []
         elif LLM_ERROR_RE.match(text):
+            # A failed request: aider retries it or gives up on the prompt, and the session goes on. Not an
+            # `llm` step with an error, which would end the whole file's run on replay (one run per file).
             self._reflect()  # the request that failed was the one sending the failure back
-            b.llm(index=line, error=text.split("\n", 1)[0])
+            b.skip(f"line {line}: failed model request")
         elif m := APPLIED_RE.match(text):
             b.tool("edit", {"path": m.group(1)}, index=line, result=result(text))
         elif m := DRY_RUN_RE.match(text):
