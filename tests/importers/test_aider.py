@@ -253,8 +253,9 @@ def test_usage_lines_are_model_turns_with_the_reply_as_text(tmp_path: Path) -> N
 
 
 def test_a_failed_model_request_is_unmapped_and_the_run_goes_on(tmp_path: Path) -> None:
-    run = _history(tmp_path, "> litellm.RateLimitError: litellm.RateLimitError: quota  \n> Retrying in 0.2 seconds...  \n"
-                             "reply\n\n> Tokens: 1k sent, 9 received.  \n> Applied edit to a.py  \n")
+    run = _history(tmp_path, "> litellm.RateLimitError: litellm.RateLimitError: quota  \n"
+                             "> Retrying in 0.2 seconds...  \nreply\n\n> Tokens: 1k sent, 9 received.  \n"
+                             "> Applied edit to a.py  \n")
     assert [s["llm"].get("error") for s in run.trace["steps"] if "llm" in s] == [None]
     assert "line 8: failed model request" in run.unmapped
     assert execute(to_trace(run)).outcome != "failed"
