@@ -27,8 +27,9 @@ from the start of the file, whatever session a loop is in. What becomes a step:
 | `> Only N reflections allowed, stopping.`            | `origin: harness` message (`x-reflections-stopped`) |
 | `> Commit SHA MESSAGE` (aider's auto-commits)        | the header's `x-commits` (aider's act, not a call) |
 
-Everything else aider prints (banner, files added, other confirmations) is listed as unmapped; nothing in
-the file is an error, so a history cut anywhere still imports. `source.index` is the 1-based line number.
+Everything else aider prints (banner, files added, other confirmations) is listed as unmapped. No line is an
+error, so a history cut anywhere still imports; only a file that is empty, not UTF-8, or without a session
+line is refused. `source.index` is the 1-based line number.
 """
 
 from __future__ import annotations

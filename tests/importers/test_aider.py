@@ -270,6 +270,7 @@ def test_detected_by_first_line_under_any_name(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("data", "problem"), [
     (b"\x89PNG\r\n\x1a\n\x00\x00binary", "not UTF-8 text"),
     (HEADER.encode() + b"#### caf\xe9  \n", "not UTF-8 text"),
+    (HEADER.encode() + "#### Phase 1 — Foundation".encode()[:-12], "not UTF-8 text"),  # cut inside the dash
     (b"", "the file is empty"),
     (b"just some notes\n#### not a history\n", "no '# aider chat started at' line"),
 ])
