@@ -237,6 +237,7 @@ def test_slash_commands_and_bang_commands_are_the_persons_messages(tmp_path: Pat
     users = [s for s in run.trace["steps"] if "message" in s and "x-session" not in s]
     assert [s.get("x-command") for s in users] == [None, "/model", "!", "/code"]
     assert _calls(run) == []
+    assert run.run_id == f"aider-{tmp_path.name}"  # `<repo>/.aider.chat.history.md`: named after the repository
 
 
 def test_a_multi_line_input_is_one_turn_and_blank_is_empty(tmp_path: Path) -> None:
