@@ -39,6 +39,7 @@ IMPORTERS: Final[Registry[Importer]] = Registry(
         ("ag2-groupchat", "ag2:AG2GroupChat"),
         ("gemini-cli", "gemini_cli:GeminiCliImporter"),
         ("cline", "cline:ClineImporter"),
+        ("aider", "aider:AiderChatHistory"),
         ("otel", "otel:OtelImporter"),
         ("openai-responses", "openai_responses:ResponsesImporter"),
         ("anthropic", "anthropic:AnthropicImporter"),
