@@ -3,7 +3,8 @@
 One session file is one run. Its subagents (`<session>/subagents/agent-<id>.jsonl` beside it) are part of
 that run: their steps follow the Task call that started them (the call whose result names the agentId),
 each with `agent: agent-<id>` and `x-parent-call: <the Task call's id>`; a subagent no Task call names (the
-compaction agent `agent-acompact-…`) is placed by its first timestamp. A subagent file imported alone, or a
+compaction agent `agent-acompact-…`) is placed where it ended (its last line's timestamp): the
+compaction agent's steps come right before the compaction they wrote. A subagent file imported alone, or a
 folder of subagent files, is a run of its own. A project folder is one source: a run per session file.
 The `agent_progress` lines of the main file copy the subagent's messages and are not steps (the subagent's own
 file is the record). How each line maps, and the text markers of calls that never ran or failed without an
@@ -114,7 +115,7 @@ def _header(b: Builder, reader: Transcript) -> None:
 
 
 def _subagent_steps(b: Builder, path: Path) -> tuple[str, list[dict[str, Any]], str | None]:
-    """(agentId, its steps, its first timestamp): the file read with `b`, its steps kept apart from the run's."""
+    """(agentId, its steps, its last timestamp): the file read with `b`, its steps kept apart from the run's."""
     source = Source.from_path(path, MAX_LOG_BYTES)
     rows = _rows(source, b.warnings)
     agent_id = _agent_id(rows, path.name.removesuffix(".jsonl"))
@@ -125,8 +126,8 @@ def _subagent_steps(b: Builder, path: Path) -> tuple[str, list[dict[str, Any]], 
         reader.read(rows)
     finally:
         steps, b.steps, b.file = b.steps, main_steps, main_file
-    first = min(reader.times.values(), default=None)
-    return agent_id, steps, first
+    last = max(reader.times.values(), default=None)
+    return agent_id, steps, last
 
 
 def _prompt_origin(agent_id: str) -> str:
@@ -142,7 +143,7 @@ def _convert_session(source: Source, subagents: list[Path], run_id: str) -> Impo
     _header(b, reader)
     task_of = {agent_id: call_id for call_id, agent_id in reader.subagent_of.items()}
     for path in subagents:
-        agent_id, steps, first = _subagent_steps(b, path)
+        agent_id, steps, last = _subagent_steps(b, path)
         call_id = task_of.get(agent_id)
         if call_id is not None:
             task_step = reader.task_calls[call_id]
@@ -153,10 +154,10 @@ def _convert_session(source: Source, subagents: list[Path], run_id: str) -> Impo
                 for step in steps:
                     step["x-subagent-type"] = subagent_type
             at = next(i for i, s in enumerate(b.steps) if s is task_step) + 1
-        elif first is not None:
-            # placed where it began: before the first main step written after its first line
+        elif last is not None:
+            # placed where it ended: before the first main step written after its last line
             stamps = [reader.times.get(id(s), "") for s in b.steps]
-            at = next((i for i, stamp in enumerate(stamps) if stamp > first), len(b.steps))
+            at = next((i for i, stamp in enumerate(stamps) if stamp > last), len(b.steps))
         else:
             at = len(b.steps)
         b.steps[at:at] = steps
