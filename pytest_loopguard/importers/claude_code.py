@@ -196,9 +196,14 @@ class ClaudeCodeImporter(Importer):
             sessions, subagents = _folder_logs(source.path)
             if not sessions and not subagents:
                 return False
+            stems = {p.name.removesuffix(".jsonl") for p in sessions}
             try:
-                if any(p.name.endswith(OTHER_LOGS) for p in source.path.iterdir() if p.is_file()):
-                    return False
+                for p in source.path.iterdir():
+                    # other logs, or a subfolder that is not a session's: a folder of logs, walked file by file
+                    if p.is_file() and p.name.endswith(OTHER_LOGS):
+                        return False
+                    if p.is_dir() and p.name not in stems and p.name != "subagents" and not (p / "subagents").is_dir():
+                        return False
             except OSError:
                 return False
             return all(looks_like_line(_first_line(p)) for p in [*sessions, *subagents])

@@ -395,6 +395,16 @@ def test_a_project_folder_a_session_folder_and_a_lone_subagent_file(tmp_path: Pa
     assert [p.name for p in sorted((tmp_path / "out").iterdir())] == [f"{FA}.yaml"]
 
 
+def test_a_folder_with_other_logs_is_walked_file_by_file(tmp_path: Path) -> None:
+    shutil.copy(SMALL, tmp_path / "s1.jsonl")
+    (tmp_path / "other").mkdir()
+    shutil.copy(FIXTURES / "anthropic_records.jsonl", tmp_path / "other" / "a.jsonl")
+    with pytest.raises(TraceError, match="no importer recognises"):  # not a project folder: its logs not swallowed
+        detect(Source.from_path(tmp_path), available())
+    assert cli.main(["import", str(tmp_path), "-o", str(tmp_path / "out")]) == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.yaml", "s1.yaml"]
+
+
 def test_detection_claude_code_wins_for_its_files_and_anthropic_keeps_plain_logs() -> None:
     pool = available()
     for name in FILES:
