@@ -75,9 +75,10 @@ def read_rows(text: str, name: str) -> tuple[list[tuple[int, dict[str, Any]]], l
     still being written or a copy cut off: it is skipped with a warning. Any other line that is not a JSON
     object fails the whole file (a `TraceError` naming the line): the file is damaged, not just unfinished.
     """
-    lines = text.splitlines()
+    # split at newlines only: JSON.stringify leaves U+2028 and other separators that splitlines() splits at raw
+    lines = text.split("\n")
     last = max((n for n, line in enumerate(lines, 1) if line.strip()), default=0)
-    open_end = not text.endswith(("\n", "\r"))
+    open_end = not text.endswith("\n")
     rows: list[tuple[int, dict[str, Any]]] = []
     warnings: list[str] = []
     for n, line in enumerate(lines, 1):

@@ -311,6 +311,16 @@ def test_a_parallel_batch_results_arrive_between_the_streamed_lines(tmp_path: Pa
     assert (run.counts["failed"], run.counts["cancelled"], run.counts["messages.user"]) == (1, 1, 1)
 
 
+def test_line_separators_inside_a_line_do_not_split_it(tmp_path: Path) -> None:
+    prompt = "paste:\u2028two\x1cthree\x0bfour\r"  # JSON.stringify writes these raw; splitlines() splits at them
+    path = tmp_path / "s1.jsonl"
+    rows = [_line("user", 1, message={"role": "user", "content": prompt}), _call(2, "t1"),
+            _result(3, "t1", "ok", False)]
+    path.write_text("\r\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\r\n", encoding="utf-8")
+    run = _import(path)
+    assert run.trace["steps"][0]["message"]["text"] == prompt and run.counts["calls"] == 1 and not run.warnings
+
+
 def test_compaction_lines_of_a_small_transcript(tmp_path: Path) -> None:
     run = _transcript(tmp_path, [
         {"type": "summary", "summary": "Fix the parser", "leafUuid": "u9"},
