@@ -386,3 +386,38 @@ def test_console_markdown_and_html_timelines_label_them() -> None:
     [plain] = loads("loopguard: 1\nname: p\nsteps: [{tool: ls}]\n", fmt="yaml")
     old = report_document([report_entry(replay(plain), [], [])], {})
     assert "compacted" not in render_markdown(old) and "data-not-run" not in render_html(old)
+
+
+# ---- eval ----------------------------------------------------------------------------------------------------
+def _compacting_run(tmp_path: Path) -> Path:
+    steps: list[dict[str, Any]] = []
+    for i in range(6):
+        steps.append({"llm": {"input_tokens": 2000 + i * 3000, "output_tokens": 10}})
+        steps.append({"tool": "read_file", "args": {"path": f"f{i}.py"}, "result": {"text": "x" * 400}})
+        if i == 3:
+            steps.append({"compacted": {"trigger": "auto", "tokens_before": 11000}})
+    path = tmp_path / "compacting.json"
+    path.write_text(json.dumps({"loopguard": 1, "name": "c", "context": {"window_tokens": 16000}, "steps": steps}))
+    return path
+
+
+def test_eval_shows_the_logs_compactions_beside_the_policys(tmp_path: Path) -> None:
+    from pytest_loopguard.cli._eval_tables import render
+    from pytest_loopguard.eval._runs import load_runs
+    from pytest_loopguard.eval._score import score_policy
+
+    path = _compacting_run(tmp_path)
+    (tmp_path / "plain.yaml").write_text("loopguard: 1\nname: p\nsteps: [{tool: ls}]\n")
+    runs = load_runs([tmp_path])
+    scores = [score_policy(resolve_policy(n), runs, {}, name=n) for n in ("default", "hermes")]
+    [compacting] = [r for r in scores[0].runs if r.run.file == path]
+    # the log compacted before call 4 (after 4 calls); default compacted at the model calls before calls 4 and 5
+    assert compacting.compacted == (4,) and compacting.compacts == (4, 5)
+    assert compacting.to_dict()["compactions"] == {"log": [4], "policy": [4, 5]}
+    assert all("compactions" not in r.to_dict() for r in scores[0].runs if r is not compacting)
+    text = render(scores)
+    assert "log compacted at call" in text and "default compacts at" in text and "hermes compacts at" in text
+    [row] = [line for line in text.splitlines() if str(path) in line]
+    assert row.split()[1:3] == ["4", "4,"], row
+    # runs without compactions: no table at all
+    assert "log compacted" not in render([score_policy(resolve_policy("default"), runs[1:], {}, name="default")])
