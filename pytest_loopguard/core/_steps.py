@@ -279,16 +279,12 @@ class ToolStep(_StepFields):
         return self.result if self.result is not None else OK
 
     def label(self, width: int = 60) -> str:
-        """How the step reads in a table."""
-        return self.call.short(width)
-
-    def not_run_label(self, width: int = 60) -> str | None:
-        """`denied by user: <reason>` / `cancelled: <reason>` for a call that never ran, else None."""
+        """How the step reads in a table: the call, after why it never ran (`denied by user: bash {...}`)."""
         n = self.not_run
         if n is None:
-            return None
-        text = f"{n.how} by {n.by}: {n.reason}" if n.by is not None else f"{n.how}: {n.reason}"
-        return text if len(text) <= width else text[: width - 1] + "…"
+            return self.call.short(width)
+        head = f"{n.how} by {n.by}: " if n.by is not None else f"{n.how}: "
+        return head + self.call.short(max(width - len(head), 8))
 
 
 @final

@@ -40,6 +40,7 @@ IMPORTERS: Final[Registry[Importer]] = Registry(
         ("gemini-cli", "gemini_cli:GeminiCliImporter"),
         ("cline", "cline:ClineImporter"),
         ("aider", "aider:AiderChatHistory"),
+        ("claude-code", "claude_code:ClaudeCodeImporter"),
         ("otel", "otel:OtelImporter"),
         ("openai-responses", "openai_responses:ResponsesImporter"),
         ("anthropic", "anthropic:AnthropicImporter"),

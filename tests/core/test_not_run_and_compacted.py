@@ -77,13 +77,14 @@ def test_the_additions_load_as_typed_values() -> None:
 
 def test_the_labels_reports_show() -> None:
     [trace] = loads(GOOD, fmt="yaml")
-    labels = [x.not_run_label(80) if isinstance(x, ToolStep) else x.label() for x in trace.steps]
-    assert labels[:6] == [
-        "denied by user: The user doesn't want to proceed with this tool use",
-        "denied by rule: blocked by a permission rule", "denied: refused", "cancelled: a sibling call failed",
-        "compacted (auto, 155,000 tokens)", "compacted"]
-    assert labels[7] is None and trace.steps[0].label(20) == "bash {\"command\":\"gi…"
-    assert trace.steps[0].not_run_label(20) == "denied by user: The…"
+    labels = [x.label(60) for x in trace.steps]
+    assert labels == [
+        'denied by user: bash {"command":"git commit -m wip"}',
+        'denied by rule: bash {"command":"rm -rf build"}', 'denied: read_file {"path":"a.py"}',
+        'cancelled: read_file {"path":"b.py"}', "compacted (auto, 155,000 tokens)", "compacted", "compacted",
+        'read_file {"path":"c.py"}']
+    assert trace.steps[0].label(30) == 'denied by user: bash {"comman…'
+    assert CompactedStep(0, Compaction("manual", 12)).label() == "compacted (manual, 12 tokens)"
 
 
 BAD: list[tuple[str, str, str]] = [  # a step, the field named, a phrase of what was expected
@@ -302,3 +303,121 @@ def test_inserting_compacted_steps_anywhere_never_changes_a_verdict(trace: Trace
     assert (after.outcome, after.stopped_by) == (before.outcome, before.stopped_by)
     assert all(r.action in ("allow", "not_reached") and not r.verdicts
                for r, s in zip(after.steps, placed, strict=True) if s.kind == "compacted")
+
+
+# ---- the live Session -------------------------------------------------------------------------------------
+def test_session_not_run_is_counted_recorded_and_replays_to_the_same_verdicts(tmp_path: Path) -> None:
+    from pytest_loopguard.live._session import Session
+
+    policy = {"preset": "default", "loop_guard": {"warn_at": 3, "block_at": 4}}
+    path = tmp_path / "live.jsonl"
+    call = ToolCall.of("bash", {"command": "git commit -m wip"})
+    with Session(policy, record=path, now_ms=None) as session:
+        decisions = []
+        for how, by in (("denied", "user"), ("denied", "rule"), ("cancelled", None)):
+            assert session.before_call(call).runs
+            decisions.append(session.not_run(call, how, "refused", by=by))  # type: ignore[arg-type]
+        session.compacted("auto", 1200, "summary")
+        assert session.before_call(call).action == "block"
+        session.after_call(call, None)
+    assert [d.action for d in decisions] == ["allow", "allow", "warn"]
+    live = [(s.kind, s.action, s.verdicts) for s in session.steps]
+    recorded = load(path)
+    assert [s.not_run for s in recorded.steps[:3]] == [
+        NotRun("denied", "refused", "user"), NotRun("denied", "refused", "rule"), NotRun("cancelled", "refused")]
+    assert recorded.steps[3].compacted == Compaction("auto", 1200, "summary")
+    again = replay(recorded)
+    assert [(s.kind, s.action, s.verdicts) for s in again.steps] == live
+    assert [s.action for s in again.steps] == ["allow", "allow", "warn", "allow", "block"]
+
+
+def test_session_feed_of_a_trace_with_the_additions_gives_replays_verdicts() -> None:
+    from pytest_loopguard.live._session import Session
+
+    [trace] = loads(GOOD, fmt="yaml")
+    with Session("default", now_ms=None) as session:
+        session.feed(trace.steps)
+    assert [(s.kind, s.action, s.verdicts) for s in session.steps] == [
+        (s.kind, s.action, s.verdicts) for s in replay(trace, "default").steps]
+
+
+def test_session_refuses_a_malformed_not_run_or_compaction() -> None:
+    from pytest_loopguard.errors import SessionError
+    from pytest_loopguard.live._session import Session
+
+    call = ToolCall.of("ls")
+    with Session("default", now_ms=None) as session:
+        with pytest.raises(SessionError, match="without its before_call"):
+            session.not_run(call, "denied", "no")
+        session.before_call(call)
+        for how, reason, by, match in (("skipped", "x", None, "unknown way"), ("cancelled", "x", "user", "`by`"),
+                                       ("denied", "x", "robot", "`by`"), ("denied", "", None, "needs a reason")):
+            with pytest.raises(ValueError, match=match):
+                session.not_run(call, how, reason, by=by)  # type: ignore[arg-type]
+        session.not_run(call, "denied", "no")
+        with pytest.raises(ValueError, match="trigger"):
+            session.compacted("sometimes")  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="tokens_before"):
+            session.compacted(tokens_before=-1)
+
+
+# ---- reports -------------------------------------------------------------------------------------------------
+def test_console_markdown_and_html_timelines_label_them() -> None:
+    from pytest_loopguard.report._document import report_document, report_entry
+    from pytest_loopguard.report._html import render_html
+    from pytest_loopguard.report._markdown import render_markdown
+    from pytest_loopguard.report._tables import timeline_table
+
+    [trace] = loads(GOOD, fmt="yaml")
+    result = replay(trace)
+    console = timeline_table(result)
+    for label in ("denied by user: bash", "denied by rule: bash", "cancelled: read_file",
+                  "compacted (auto, 155,000 tokens)"):
+        assert label in console, console
+    document = report_document([report_entry(result, [], ["loop_guard"])], {})
+    assert [s.get("not_run") for s in document["traces"][0]["steps"]][:4] == ["denied"] * 3 + ["cancelled"]
+    markdown = render_markdown(document)
+    assert "`....\\|\\|\\|.`" in markdown and "`|` the agent compacted its context" in markdown
+    assert "step 3: cancelled: read_file" in markdown and "step 4: compacted (auto, 155,000 tokens)" in markdown
+    html = render_html(document)
+    assert html.count('data-compacted="true"') == 3 and html.count('data-not-run="denied"') == 3
+    assert '<p class="events">step 0: denied by user: bash' in html
+    # a report of older traces is as it was: no legend entry, no section, no attributes
+    [plain] = loads("loopguard: 1\nname: p\nsteps: [{tool: ls}]\n", fmt="yaml")
+    old = report_document([report_entry(replay(plain), [], [])], {})
+    assert "compacted" not in render_markdown(old) and "data-not-run" not in render_html(old)
+
+
+# ---- eval ----------------------------------------------------------------------------------------------------
+def _compacting_run(tmp_path: Path) -> Path:
+    steps: list[dict[str, Any]] = []
+    for i in range(6):
+        steps.append({"llm": {"input_tokens": 2000 + i * 3000, "output_tokens": 10}})
+        steps.append({"tool": "read_file", "args": {"path": f"f{i}.py"}, "result": {"text": "x" * 400}})
+        if i == 3:
+            steps.append({"compacted": {"trigger": "auto", "tokens_before": 11000}})
+    path = tmp_path / "compacting.json"
+    path.write_text(json.dumps({"loopguard": 1, "name": "c", "context": {"window_tokens": 16000}, "steps": steps}))
+    return path
+
+
+def test_eval_shows_the_logs_compactions_beside_the_policys(tmp_path: Path) -> None:
+    from pytest_loopguard.cli._eval_tables import render
+    from pytest_loopguard.eval._runs import load_runs
+    from pytest_loopguard.eval._score import score_policy
+
+    path = _compacting_run(tmp_path)
+    (tmp_path / "plain.yaml").write_text("loopguard: 1\nname: p\nsteps: [{tool: ls}]\n")
+    runs = load_runs([tmp_path])
+    scores = [score_policy(resolve_policy(n), runs, {}, name=n) for n in ("default", "hermes")]
+    [compacting] = [r for r in scores[0].runs if r.run.file == path]
+    # the log compacted before call 4 (after 4 calls); default compacted at the model calls before calls 4 and 5
+    assert compacting.compacted == (4,) and compacting.compacts == (4, 5)
+    assert compacting.to_dict()["compactions"] == {"log": [4], "policy": [4, 5]}
+    assert all("compactions" not in r.to_dict() for r in scores[0].runs if r is not compacting)
+    text = render(scores)
+    assert "log compacted at call" in text and "default compacts at" in text and "hermes compacts at" in text
+    [row] = [line for line in text.splitlines() if str(path) in line]
+    assert row.split()[1:3] == ["4", "4,"], row
+    # runs without compactions: no table at all
+    assert "log compacted" not in render([score_policy(resolve_policy("default"), runs[1:], {}, name="default")])
