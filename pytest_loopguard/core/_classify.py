@@ -117,7 +117,8 @@ def parse_rules(raw: Any, *, source: str | None = None) -> tuple[ToolRule, ...]:
             )
         if when is not None and not isinstance(when, Mapping):
             raise PolicyError("expected a mapping of argument values", field=f"{where}.when", source=source)
-        rules.append(ToolRule(tool, kind, dict(when) if when else None, **locators))
+        rules.append(ToolRule(tool, kind, dict(when) if when else None, target=locators["target"],
+                              shell=locators["shell"], verb=locators["verb"]))
     return tuple(rules)
 
 
