@@ -37,6 +37,7 @@ IMPORTERS: Final[Registry[Importer]] = Registry(
         ("openhands-v1", "openhands_sdk:OpenHandsV1"),
         ("magentic-one", "magentic:MagenticOne"),
         ("ag2-groupchat", "ag2:AG2GroupChat"),
+        ("codex", "codex:CodexImporter"),
         ("otel", "otel:OtelImporter"),
         ("openai-responses", "openai_responses:ResponsesImporter"),
         ("anthropic", "anthropic:AnthropicImporter"),
