@@ -7,46 +7,40 @@ event whose running total moved (Codex writes each count twice); `function_call`
 `exec_command_end` / `patch_apply_end` events, where a log has them, give the exit code and status. A user
 message the person typed is the one Codex also wrote as a `user_message` event; the others (environment
 context, AGENTS.md) are the harness's. `compacted` lines and `context_compacted` events are compaction steps.
-The outputs' failure markers are in `_codex_outputs`.
+The outputs' failure markers are in `_codex_read`.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final
 
-from ..core._safeload import check_json_depth
+from ..core._limits import MAX_INT
 from ..errors import TraceError
-from ._codex_outputs import Outcome, command_line, read_output
+from ._codex_read import (
+    LINE_TYPES,
+    MODEL_ITEMS,
+    Outcome,
+    call_args,
+    exit_code,
+    is_rollout_line,
+    read_output,
+    user_origins,
+)
 from .base import ImportedRun, Importer, Source
 from .build import result
 from .run_builder import ANONYMOUS, At, RunBuilder, content_text, mapping_at
 
 __all__ = ["CodexImporter"]
 
-LINE_TYPES: Final = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
-CALL_ITEMS: Final = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 OUTPUT_ITEMS: Final = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
-MODEL_ITEMS: Final = CALL_ITEMS | {"reasoning"}
 # events whose content is in the trace already (a response item's copy, usage) or that only mark time
 QUIET_EVENTS: Final = frozenset({
     "agent_message", "agent_reasoning", "agent_reasoning_raw_content", "agent_reasoning_section_break",
     "task_started", "task_complete", "turn_started", "turn_complete",
 })
-# the start of a user-role message the harness wrote (Codex's own tags and headings)
-HARNESS_MARKERS: Final = (
-    "<environment_context>", "<user_instructions>", "# AGENTS.md instructions for ", "<INSTRUCTIONS>",
-    "<turn_aborted>", "<user_shell_command>", "<skill>", "<subagent_notification>", "<plugins>", "<subagents>",
-)
 POLL_TOOL: Final = "write_stdin"
-_REDACTED = re.compile(r"\[REDACTED_[A-Z_]+ (len=\d+ sha=[0-9a-f]+)\]")
-
-
-def _is_rollout_line(row: Any) -> bool:
-    return isinstance(row, Mapping) and row.get("type") in LINE_TYPES and isinstance(row.get("payload"), Mapping)
 
 
 class CodexImporter(Importer):
@@ -57,12 +51,12 @@ class CodexImporter(Importer):
     description = "Codex CLI rollout JSONL: {timestamp, type, payload} lines (session_meta, response_item, event_msg)"
 
     def sniff(self, source: Source) -> bool:
-        return not source.is_dir and source.head.startswith("{") and _is_rollout_line(source.first_row)
+        return not source.is_dir and source.head.startswith("{") and is_rollout_line(source.first_row)
 
     def convert(self, source: Source) -> Iterator[ImportedRun]:
         # a rollout of one line (its session_meta alone) is one JSON document
         rows = [(row.line, row.value) for row in source.rows] if source.is_jsonl else [(1, source.document)]
-        if not rows or not _is_rollout_line(rows[0][1]):
+        if not rows or not is_rollout_line(rows[0][1]):
             raise TraceError(f"line 1 is not {self.expected}", file=source.name)
         yield _Rollout(source.name, source.stem, rows).convert()
 
@@ -85,7 +79,7 @@ class _Builder(RunBuilder):
 
 
 class _Request:
-    """One model request: its `llm` step once an item of it arrives, and whether a call came of it."""
+    """One model request: its `llm` step (made when its first item arrives), its reasoning items and texts."""
 
     __slots__ = ("llm", "reasoning", "texts")
 
@@ -105,7 +99,7 @@ class _Rollout:
         self.b = _Builder(file, str(run_id), fmt="codex")
         self.b.source["agent"] = "codex"
         self.start = _time(rows[0][1].get("timestamp"))
-        self.user_origin = _user_origins(rows)
+        self.user_origin = user_origins(rows)
         self.request: _Request | None = None  # the open request: its items become its llm step's
         self.usage: dict[str, int] | None = None  # a count that came before its request's items (0.58)
         self.last_total: Any = None
@@ -247,7 +241,7 @@ class _Rollout:
             request.llm["x-reasoning-items"] = request.reasoning
 
     def _call(self, line: int, kind: str, item: Mapping[str, Any]) -> None:
-        tool, args, x = _call_args(kind, item)
+        tool, args, x = call_args(kind, item)
         call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else None
         if kind == "local_shell_call" and call_id is None and isinstance(item.get("id"), str):
             call_id = item["id"]  # its output names it by `id` when the call has no call_id
@@ -333,7 +327,8 @@ class _Rollout:
             before = self.last_total if isinstance(self.last_total, Mapping) else {}
             last = {k: _int(v) - _int(before.get(k)) for k, v in total.items()}
         self.last_total = total
-        usage = {key: value for key, value in last.items() if isinstance(value, int) and not isinstance(value, bool)}
+        usage = {key: value for key, value in last.items()
+                 if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INT}
         if isinstance(usage.get("total_tokens"), int):
             self.context_tokens = usage["total_tokens"]
         if self.request is not None and "input_tokens" not in self.request.llm["llm"]:
@@ -384,8 +379,8 @@ class _Rollout:
                 continue
             r = dict(step.get("result") or {})
             if event.get("type") == "exec_command_end":
-                code = event.get("exit_code")
-                if isinstance(code, int) and not isinstance(code, bool):
+                code = exit_code(event.get("exit_code"))
+                if code is not None:
                     r["exit_code"] = code
                 process = event.get("process_id")
                 if isinstance(process, str) and process.isdigit():
@@ -400,6 +395,8 @@ class _Rollout:
         counted once; the poll itself read output and succeeded. Only when the log does not say which call
         started the session is the exit the poll's own."""
         for poll, code in self.polls:
+            if "result" not in poll:
+                continue  # an end event said the poll itself never ran
             session = _int_or_none(poll["args"].get("session_id"))
             starter = self.calls.get(self.sessions.get(session, "")) if session is not None else None
             if starter is None:
@@ -425,113 +422,14 @@ class _Rollout:
             done["t"] = last["t"]
 
 
-def _call_args(kind: str, item: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """(tool, args, x- fields) of a call item; shell command lines become `args.command` strings."""
-    if kind == "custom_tool_call":
-        return str(item.get("name") or ""), {"input": item.get("input", "")}, {"x-tool-type": "custom"}
-    if kind in ("local_shell_call", "web_search_call"):
-        action = {k: v for k, v in mapping_at(item, "action").items() if k != "type"}
-        x: dict[str, Any] = {}
-        if isinstance(action.get("command"), list):
-            x["x-argv"] = action["command"]
-            action["command"] = command_line(action["command"])
-        return kind.removesuffix("_call"), action, x
-    name = str(item.get("name") or "")
-    raw = item.get("arguments")
-    args = _json_object(raw)
-    if args is None:
-        # Redacted or broken arguments stay comparable: two equal texts are two equal calls.
-        text = raw if isinstance(raw, str) else json.dumps(raw, default=str)
-        return name, {"raw": text}, {"x-arguments": text, "x-arguments-error": "not a JSON object"}
-    x = {}
-    if isinstance(args.get("command"), list):  # the old `shell` tool: {"command": ["bash", "-lc", ...]}
-        x["x-argv"] = args["command"]
-        args["command"] = command_line(args["command"])
-    elif name == "exec_command" and "cmd" in args and "command" not in args:
-        args["command"] = args.pop("cmd")  # every importer keeps a shell line under `command`
-    return name, args, x
-
-
-def _json_object(raw: Any) -> dict[str, Any] | None:
-    if isinstance(raw, dict):
-        return dict(raw)
-    if not isinstance(raw, str):
-        return None
-    try:
-        check_json_depth(raw)
-        value = json.loads(raw)
-    except (json.JSONDecodeError, TraceError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _user_origins(rows: Sequence[tuple[int, Any]]) -> dict[int, str]:
-    """Line -> origin of each user-role response item, and `user` for each `user_message` event that only
-    repeats one (so it is not a second message).
-
-    The prompt a person typed is the response item Codex also wrote as a `user_message` event (the same text,
-    or the same redaction placeholder); one that starts with a harness marker, or that no event repeats in a
-    log that has such events, is the harness's (environment context, AGENTS.md instructions)."""
-    origins: dict[int, str] = {}
-    items: list[tuple[int, str]] = []  # user items and events not yet paired, since the last model item
-    events: list[tuple[int, str]] = []
-    has_events = False
-    for line, row in rows:
-        if not _is_rollout_line(row):
-            continue
-        payload = row["payload"]
-        kind = payload.get("type")
-        if row["type"] == "response_item" and kind == "message" and payload.get("role") == "user":
-            text = content_text(payload.get("content")).strip()
-            if text.startswith(HARNESS_MARKERS):
-                origins[line] = "harness"
-            elif (match := _pair(text, events)) is not None:
-                origins[line] = origins[match] = "user"
-            else:
-                items.append((line, text))
-        elif row["type"] == "event_msg" and kind == "user_message":
-            has_events = True
-            message = payload.get("message")
-            text = message.strip() if isinstance(message, str) else ""
-            if (match := _pair(text, items)) is not None:
-                origins[line] = origins[match] = "user"
-            else:
-                events.append((line, text))
-        elif row["type"] == "response_item" and kind in MODEL_ITEMS | {"message"}:
-            items.clear()  # the model answered: what came before is settled
-            events.clear()
-    if has_events:
-        for line, row in rows:
-            if _is_rollout_line(row) and row["type"] == "response_item" and line not in origins:
-                payload = row["payload"]
-                if payload.get("type") == "message" and payload.get("role") == "user":
-                    origins[line] = "harness"
-    return origins
-
-
-def _pair(text: str, waiting: list[tuple[int, str]]) -> int | None:
-    """The line of the latest waiting message `text` repeats (equal text, the same redaction, or contained)."""
-    key = _key(text)
-    for n in range(len(waiting) - 1, -1, -1):
-        line, other = waiting[n]
-        if _key(other) == key or (text and (text in other or other in text) and bool(other)):
-            del waiting[n]
-            return line
-    return None
-
-
-def _key(text: str) -> str:
-    m = _REDACTED.fullmatch(text)
-    return f"redacted {m.group(1)}" if m else text
-
-
 def _time(value: Any) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
-        return datetime.fromisoformat(value)
+        moment = datetime.fromisoformat(value)
     except ValueError:
         return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _int(value: Any) -> int:
