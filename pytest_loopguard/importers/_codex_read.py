@@ -32,7 +32,7 @@ from .run_builder import content_text, mapping_at
 
 __all__ = [
     "CALL_ITEMS", "ERROR_PREFIXES", "HARNESS_MARKERS", "LINE_TYPES", "MODEL_ITEMS", "Outcome", "call_args",
-    "command_line", "exit_code", "is_rollout_line", "read_output", "user_origins",
+    "command_line", "exit_code", "is_rollout_line", "read_output", "type_name", "user_origins",
 ]
 
 ERROR_PREFIXES: Final = (
@@ -155,7 +155,13 @@ def command_line(argv: list[Any]) -> str:
 
 
 def is_rollout_line(row: Any) -> bool:
-    return isinstance(row, Mapping) and row.get("type") in LINE_TYPES and isinstance(row.get("payload"), Mapping)
+    return (isinstance(row, Mapping) and type_name(row.get("type")) in LINE_TYPES
+            and isinstance(row.get("payload"), Mapping))
+
+
+def type_name(value: Any) -> str | None:
+    """A `type` field as a name: logs may hold anything there (an object is no name, and not hashable)."""
+    return value if isinstance(value, str) else None
 
 
 def call_args(kind: str, item: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -212,7 +218,7 @@ def user_origins(rows: Sequence[tuple[int, Any]]) -> dict[int, str]:
         if not is_rollout_line(row):
             continue
         payload = row["payload"]
-        kind = payload.get("type")
+        kind = type_name(payload.get("type"))
         if row["type"] == "response_item" and kind == "message" and payload.get("role") == "user":
             text = content_text(payload.get("content")).strip()
             if text.startswith(HARNESS_MARKERS):

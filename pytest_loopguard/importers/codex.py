@@ -26,10 +26,11 @@ from ._codex_read import (
     exit_code,
     is_rollout_line,
     read_output,
+    type_name,
     user_origins,
 )
 from .base import ImportedRun, Importer, Source
-from .build import result
+from .build import result, seq
 from .run_builder import ANONYMOUS, At, RunBuilder, content_text, mapping_at
 
 __all__ = ["CodexImporter"]
@@ -119,9 +120,9 @@ class _Rollout:
             if not isinstance(row, Mapping):
                 self.b.note(f"{type(row).__name__} line (expected an object)", (line, line))
                 continue
-            kind, payload, ts = row.get("type"), row.get("payload"), row.get("timestamp")
+            kind, payload, ts = type_name(row.get("type")), row.get("payload"), row.get("timestamp")
             if kind not in LINE_TYPES or not isinstance(payload, Mapping):
-                self.b.note(f"{kind if isinstance(kind, str) else 'untyped'} line", (line, line))
+                self.b.note(f"{kind or 'untyped'} line", (line, line))
                 continue
             before = len(self.b.steps)
             getattr(self, f"_{kind}")(line, payload)
@@ -164,7 +165,7 @@ class _Rollout:
         text = payload.get("message")
         if not isinstance(text, str) or not text:
             # newer Codex keeps the summary as the last user message of the history that replaced the old one
-            history = [i for i in payload.get("replacement_history") or [] if isinstance(i, Mapping)]
+            history = [i for i in seq(payload.get("replacement_history")) if isinstance(i, Mapping)]
             users = [i for i in history if i.get("type") == "message" and i.get("role") == "user"]
             text = content_text(users[-1].get("content")) if users else None
         self._compaction(line, "compacted", text or None)
@@ -187,7 +188,7 @@ class _Rollout:
 
     # ---- response items ------------------------------------------------------------------------------
     def _response_item(self, line: int, item: Mapping[str, Any]) -> None:
-        kind = item.get("type")
+        kind = type_name(item.get("type"))
         at: At = (line, line)
         if kind == "message":
             self._message(line, item)
@@ -202,7 +203,7 @@ class _Rollout:
         elif kind == "compaction":
             self._compaction(line, "compaction", None)
         else:
-            self.b.note(f"{kind if isinstance(kind, str) else 'untyped'} item", at)
+            self.b.note(f"{kind or 'untyped'} item", at)
 
     def _message(self, line: int, item: Mapping[str, Any]) -> None:
         at: At = (line, line)
@@ -298,7 +299,7 @@ class _Rollout:
 
     # ---- events --------------------------------------------------------------------------------------
     def _event_msg(self, line: int, event: Mapping[str, Any]) -> None:
-        kind = event.get("type")
+        kind = type_name(event.get("type"))
         at: At = (line, line)
         if kind == "token_count":
             self._token_count(event)
@@ -315,7 +316,7 @@ class _Rollout:
         elif kind == "turn_aborted":
             self._turn_aborted(line, event)
         elif kind not in QUIET_EVENTS:
-            self.b.note(f"{kind if isinstance(kind, str) else 'untyped'} event", at)
+            self.b.note(f"{kind or 'untyped'} event", at)
 
     def _token_count(self, event: Mapping[str, Any]) -> None:
         info = mapping_at(event, "info")
