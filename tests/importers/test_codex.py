@@ -98,7 +98,7 @@ SOURCES = {
 
 
 def test_the_corpus_has_the_three_rollouts() -> None:
-    assert FILES == sorted(SOURCES)
+    assert sorted(SOURCES) == FILES
 
 
 @pytest.mark.parametrize("name", FILES)
