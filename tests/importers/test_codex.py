@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_loopguard.cli import _main as cli
+from pytest_loopguard.errors import TraceError
 from pytest_loopguard.importers import ImportedRun, Source, available, detect, import_runs, to_trace
 from pytest_loopguard.importers._codex_read import ERROR_PREFIXES, read_output
 from pytest_loopguard.io._format import dumps
@@ -459,3 +460,45 @@ def test_truncated_or_corrupted_rollouts_exit_0_or_2_with_one_line(
     err = capsys.readouterr().err.splitlines()
     assert status in (0, 2), err
     assert len(err) == (status == 2) and all(line.startswith("loopguard: ") for line in err), err
+
+
+def test_compactions_denials_and_cancellations_validate_and_replay(tmp_path: Path) -> None:
+    run = rollout(tmp_path, CTX, call("ls", {}, "a"), tokens(5000, 4900, 100), output("a", "x"),
+                  rl("compacted", {"message": "We listed the files."}), rl("event_msg", {"type": "context_compacted"}),
+                  CTX, call("exec_command", {"cmd": "rm -rf build"}, "d"), output("d", "exec command rejected by user"),
+                  call("exec_command", {"cmd": "sleep 600"}, "s"),
+                  rl("event_msg", {"type": "turn_aborted", "reason": "interrupted"}))
+    trace = to_trace(run)
+    out = tmp_path / "t.yaml"
+    out.write_text(dumps(trace), encoding="utf-8")
+    assert cli.main(["validate", str(out)]) == 0
+    result = replay(trace, "default")
+    assert [s.kind for s in result.steps] == ["llm", "tool", "compacted", "llm", "tool", "tool"]
+    assert result.outcome == "incomplete"
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+                    | st.sampled_from(["message", "user", "function_call", "aborted", "exec_command_end", "7"]),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+                    max_leaves=6)
+ROWS = [json.loads(line) for line in SAMPLE.decode("utf-8").splitlines()]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=st.lists(st.tuples(st.integers(0, len(ROWS) - 1), st.sampled_from(["type", "payload", "timestamp"]),
+                                st.text(max_size=12), JSON), min_size=1, max_size=6))
+def test_rollouts_with_odd_values_import_or_fail_in_one_line(
+        tmp_path: Path, edits: list[tuple[int, str, str, Any]]) -> None:
+    """Any value anywhere: the run imports to a valid trace, or the file is refused with a TraceError (the
+    command's one line and exit 2) — never another exception (the command's "importer failed")."""
+    rows = json.loads(json.dumps(ROWS))
+    for n, where, key, value in edits:
+        target = rows[n]["payload"] if where == "payload" and isinstance(rows[n].get("payload"), dict) else rows[n]
+        target[key if where == "payload" and key else where] = value
+    src = tmp_path / "rollout.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    try:
+        for run in import_runs(src):
+            to_trace(run)
+    except TraceError as exc:
+        assert "\n" not in str(exc)
