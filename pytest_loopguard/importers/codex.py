@@ -67,11 +67,20 @@ class CodexImporter(Importer):
 
 
 class _Builder(RunBuilder):
-    """A `RunBuilder` that can look at the call waiting for a result and take back the calls of an aborted turn."""
+    """A `RunBuilder` that can look at the call waiting for a result, settle one from an event, and take back
+    the calls of an aborted turn."""
 
     def waiting(self, call_id: str | None) -> dict[str, Any] | None:
         queue = self._waiting.get(call_id or ANONYMOUS)
         return queue[0] if queue else None
+
+    def settled(self, step: dict[str, Any]) -> None:
+        """`step` has its outcome from elsewhere (an end event): it waits for no output any more."""
+        for queue in self._waiting.values():
+            for n, waiting in enumerate(queue):
+                if waiting is step:
+                    del queue[n]
+                    return
 
     def take_waiting(self) -> list[dict[str, Any]]:
         steps = [step for queue in self._waiting.values() for step in queue]
@@ -265,16 +274,18 @@ class _Rollout:
             self._close()  # without turn_context lines, an output is what ends a request
         text = self.b.text(item.get("output"), at, "a tool output")
         step = self.b.waiting(call_id)
-        if step is None and call_id in self.aborted:
+        if step is not None:
+            self.b.result(call_id, {}, at=at)  # paired (and placed); `_settle` fills it in
+        elif call_id in self.aborted:
             step = self.aborted.pop(str(call_id))  # the turn was aborted, yet this call did return
             step["x-result-source"] = {"row": line, "index": line}
-        elif step is None or not self.b.result(call_id, {}, at=at):
+        else:
             self.b.result(call_id, {}, at=at)  # an orphan: RunBuilder warns
             return
         self._settle(step, read_output(text))
 
     def _settle(self, step: dict[str, Any], outcome: Outcome) -> None:
-        """Fill in a call's result from what its output says (the markers of `_codex_outputs`)."""
+        """Fill in a call's result from what its output says (the markers of `_codex_read`)."""
         if outcome.denied_by is not None:
             self.b.not_run(step, "denied", outcome.text.strip(), by=outcome.denied_by)
             return
@@ -368,13 +379,14 @@ class _Rollout:
         for line, event in self.ends:
             call_id = event.get("call_id")
             step = self.calls.get(call_id) if isinstance(call_id, str) else None
-            if step is None:
+            if step is None or not isinstance(call_id, str):
                 self.b.note(f"{event.get('type')} event without its call", (line, line))
                 continue
+            self.b.settled(step)  # an end event is an outcome, even when the output never came
             status = event.get("status")
             if status == "declined":
                 if "denied" not in step:
-                    self.b.not_run(step, "denied", _first_line(event, "declined"), by="user")
+                    self.b.not_run(step, "denied", _event_text(event, "declined"), by="user")
                 continue
             if "denied" in step or "cancelled" in step:
                 continue
@@ -385,9 +397,9 @@ class _Rollout:
                     r["exit_code"] = code
                 process = event.get("process_id")
                 if isinstance(process, str) and process.isdigit():
-                    self.sessions.setdefault(int(process), call_id)  # type: ignore[arg-type]
+                    self.sessions.setdefault(int(process), call_id)
             elif event.get("success") is False or status == "failed":
-                r["error"] = _first_line(event, "patch failed")
+                r["error"] = _event_text(event, "patch failed")
             step["x-end-event-row"] = line
             self.b.set_result(step, r)
 
@@ -445,7 +457,8 @@ def _int_or_none(value: Any) -> int | None:
     return None
 
 
-def _first_line(event: Mapping[str, Any], default: str) -> str:
+def _event_text(event: Mapping[str, Any], default: str) -> str:
+    """What an end event says went wrong: its stderr, else its output, else `default`."""
     for key in ("stderr", "aggregated_output", "stdout", "formatted_output"):
         text = event.get(key)
         if isinstance(text, str) and text.strip():

@@ -338,13 +338,16 @@ def test_end_events_give_exit_codes_and_status_without_counting_twice(tmp_path: 
                   call("exec_command", {"cmd": "sudo x"}, "r"),
                   rl("event_msg", {"type": "exec_command_end", "call_id": "r", "exit_code": -1, "status": "declined",
                                    "aggregated_output": "exec command rejected by user"}),
-                  output("r", "the harness said no"))
-    start, poll, patch, declined = tools(run)
+                  output("r", "the harness said no"),
+                  call("exec_command", {"cmd": "make"}, "m"),
+                  rl("event_msg", {"type": "exec_command_end", "call_id": "m", "exit_code": 2, "status": "failed"}))
+    start, poll, patch, declined, unanswered = tools(run)
+    assert unanswered["result"] == {"exit_code": 2} and not run.warnings  # the event is its outcome
     assert start["result"]["exit_code"] == 101 and "exit_code" not in poll["result"]
     assert patch["args"] == {"input": "*** Begin Patch\n*** End Patch"} and patch["x-tool-type"] == "custom"
     assert patch["result"] == {"error": "Failed to find expected lines", "text": "done"}
     assert declined["denied"]["by"] == "user" and "result" not in declined
-    assert (run.counts["failed"], run.counts["denied"]) == (2, 1)
+    assert (run.counts["failed"], run.counts["denied"]) == (3, 1)
 
 
 # ---- requests and their usage ---------------------------------------------------------------------------
