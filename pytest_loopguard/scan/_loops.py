@@ -39,7 +39,7 @@ BUDGET_LOOP_REASONS: Final = frozenset({
 FLAGS: Final = frozenset({"warn", "block", "stop", "fail"})
 CALL_KINDS: Final = frozenset({"tool", "rejected"})
 _SHELL_ARGS: Final = ("command", "cmd", "script")
-_FILE_KEYS: Final = ("path", "file", "target")
+_FILE_KEYS: Final = ("path", "file")
 
 
 @final
@@ -69,8 +69,10 @@ class Loop:
 
 @dataclass(slots=True)
 class _Open:
+    subjects: list[tuple[str, str, str]]  # what repeats: the first, then the variants a failing key joined
     first: int  # position in `calls`
     last: int
+    failing_key: tuple[Any, ...] | None = None  # failure_tracker's (tool, verb, target) of its failures
     flags: int = 1
     action: str = "warn"
     reasons: list[str] = field(default_factory=list)
@@ -140,7 +142,7 @@ def _subject(step: Step, flags: Sequence[Verdict]) -> tuple[str, str, str]:
                 return "cycle", f"cycle\x1f{cycle}", f"cycle: {cycle}"
     if not any(v.engine == "loop_guard" for v in flags):
         for v in flags:
-            if v.engine in ("read_tracker", "failure_tracker"):
+            if v.engine == "read_tracker":
                 path = next((v.data.get(k) for k in _FILE_KEYS if isinstance(v.data.get(k), str) and v.data.get(k)),
                             None)
                 if path is not None:
@@ -188,13 +190,20 @@ def _matches(subject: tuple[str, str, str], step: Step, own: tuple[str, str, str
     return own[1] == key
 
 
+def _failing_key(flags: Sequence[Verdict]) -> tuple[Any, ...] | None:
+    for v in flags:
+        if v.reason == "failure_tracker.failing_key":
+            return (v.data.get("tool"), v.data.get("verb"), v.data.get("target"))
+    return None
+
+
 def loops_of(steps: Sequence[Step], verdicts: Sequence[tuple[Verdict, ...]], ends: set[int]) -> list[Loop]:
     """The loops of steps with these verdicts (`ends`: the positions where a replay ended)."""
     calls: list[int] = []  # positions of the calls
     owns: list[tuple[str, str, str]] = []  # each call's own subject
     prompt_before: list[int] = []  # for each call, the number of person's prompts before it
-    open_loops: dict[str, tuple[tuple[str, str, str], _Open]] = {}
-    done: list[tuple[tuple[str, str, str], _Open]] = []
+    open_loops: list[_Open] = []
+    done: list[_Open] = []
     pending: list[Verdict] = []
     pending_stop = False
     prompts = 0
@@ -204,8 +213,8 @@ def loops_of(steps: Sequence[Step], verdicts: Sequence[tuple[Verdict, ...]], end
         message = step.message
         if message is not None and message.from_user:
             prompts += 1
-            done += open_loops.values()
-            open_loops = {}
+            done += open_loops
+            open_loops = []
             pending, pending_stop = [], False
             continue
         if step.kind not in CALL_KINDS:
@@ -221,39 +230,47 @@ def loops_of(steps: Sequence[Step], verdicts: Sequence[tuple[Verdict, ...]], end
         own = call_subject(step)
         owns.append(own)
         if not flags:
-            for key, (subject, _) in list(open_loops.items()):
-                if _matches(subject, step, own):  # met again unflagged: that loop is over
-                    done.append(open_loops.pop(key))
+            for loop in [lp for lp in open_loops if any(_matches(sj, step, own) for sj in lp.subjects)]:
+                open_loops.remove(loop)  # met again unflagged: that loop is over
+                done.append(loop)
             continue
         subject = _subject(step, flags)
-        entry = open_loops.get(subject[1])
-        if entry is None:
-            loop = _Open(index, index)
-            open_loops[subject[1]] = (subject, loop)
+        fkey = _failing_key(flags)
+        loop = next((lp for lp in open_loops if any(sj[1] == subject[1] for sj in lp.subjects)), None)
+        if loop is None and fkey is not None and not any(v.engine == "loop_guard" for v in flags):
+            # the same command with other flags (`--no-verify`) failing on: the failing key's loop goes on
+            loop = next((lp for lp in open_loops if lp.failing_key == fkey), None)
+            if loop is not None:
+                loop.subjects.append(subject)
+        if loop is None:
+            loop = _Open([subject], index, index, fkey)
+            open_loops.append(loop)
         else:
-            loop = entry[1]
             loop.last = index
             loop.flags += 1
+            loop.failing_key = loop.failing_key or fkey
         for v in flags:
             if v.reason not in loop.reasons:
                 loop.reasons.append(v.reason)
             if SEVERITY.get(v.action, 0) > SEVERITY.get(loop.action, 0):
                 loop.action = v.action
         loop.stopped = loop.stopped or stop_here
-    done += open_loops.values()
-    loops = [_loop(subject, o, steps, calls, owns, prompt_before) for subject, o in done]
+    done += open_loops
+    loops = [_loop(o, steps, calls, owns, prompt_before) for o in done]
     return sorted(loops, key=lambda lp: (lp.call, lp.what))
 
 
-def _loop(subject: tuple[str, str, str], o: _Open, steps: Sequence[Step], calls: list[int],
-          owns: list[tuple[str, str, str]], prompt_before: list[int]) -> Loop:
+def _loop(o: _Open, steps: Sequence[Step], calls: list[int], owns: list[tuple[str, str, str]],
+          prompt_before: list[int]) -> Loop:
     first_pos, last_pos = calls[o.first], calls[o.last]
     # the model turns that made the loop's calls: from the step after the call before the first one
     start = calls[o.first - 1] + 1 if o.first > 0 else 0
     tokens = sum(_tokens(steps[p]) for p in range(start, last_pos + 1))
-    same = [i for i in range(o.last + 1)
-            if prompt_before[i] == prompt_before[o.first] and _matches(subject, steps[calls[i]], owns[i])]
-    kind, _, what = subject
+    same = [i for i in range(o.last + 1) if prompt_before[i] == prompt_before[o.first]
+            and any(_matches(sj, steps[calls[i]], owns[i]) for sj in o.subjects)]
+    kind, _, what = o.subjects[0]
+    if len(o.subjects) > 1:
+        what += f" (+{len(o.subjects) - 1} variant{'s' if len(o.subjects) > 2 else ''})"
     return Loop(
         call=o.first, step=first_pos, end_call=o.last, what=what, kind=kind, repeats=len(same),
         failed=sum(1 for i in same if _failed(steps[calls[i]])), calls=o.last - o.first + 1, tokens=tokens,

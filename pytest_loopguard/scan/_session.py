@@ -8,12 +8,14 @@ from typing import final
 
 from ..core._limits import MAX_LOG_BYTES
 from ..core._model import Trace
+from ..errors import TraceError
 from ..importers._convert import to_trace
 from ..importers.base import ImportedRun, Importer, Source
 from ..importers.registry import detect
 from ..runtime._policy import Policy
 from ._discover import LogFile
 from ._loops import CALL_KINDS, Loop, find_loops
+from ._tools import with_agent_tools
 
 __all__ = ["SessionScan", "scan_log"]
 
@@ -52,18 +54,23 @@ def _importer(log: LogFile, source: Source, pool: Sequence[Importer]) -> Importe
     return detect(source, list(pool))
 
 
-def scan_log(log: LogFile, policy: Policy | str, pool: Sequence[Importer],
+def scan_log(log: LogFile, policy: Policy, pool: Sequence[Importer],
              prepare: Callable[[ImportedRun], ImportedRun] = lambda run: run) -> list[SessionScan]:
-    """Every run of `log` with its loops. The log is only read; `prepare` (redaction) is applied to each run
+    """Every run of `log` with its loops under `policy` (with the agent's tool table, scan/_tools.py). The log
+    is only read; `prepare` (redaction) is applied to each run
     before it is loaded and replayed, so nothing that leaves here holds what it removes.
 
     Raises `TraceError` (one line) for a log that cannot be read, `OSError` for one that went away. A log
     with no session in it (Gemini CLI's `logs.json`, a prompt log) gives none."""
     source = Source.from_path(log.path, MAX_LOG_BYTES)
     imp = _importer(log, source, pool)
+    policy = with_agent_tools(policy, imp.name)
     scans: list[SessionScan] = []
     for raw in imp.convert(source):
         run = prepare(raw)
-        trace = to_trace(run, source.name)
+        try:
+            trace = to_trace(run, source.name)
+        except TraceError as exc:  # an importer wrote what the loader refuses: this log's line names it
+            raise exc.located(file=source.name) from None
         scans.append(SessionScan(log, imp.name, run, trace, find_loops(trace, policy)))
     return scans
