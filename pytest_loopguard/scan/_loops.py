@@ -230,13 +230,13 @@ def loops_of(steps: Sequence[Step], verdicts: Sequence[tuple[Verdict, ...]], end
         own = call_subject(step)
         owns.append(own)
         if not flags:
-            for loop in [lp for lp in open_loops if any(_matches(sj, step, own) for sj in lp.subjects)]:
-                open_loops.remove(loop)  # met again unflagged: that loop is over
-                done.append(loop)
+            for ended in [lp for lp in open_loops if any(_matches(sj, step, own) for sj in lp.subjects)]:
+                open_loops.remove(ended)  # met again unflagged: that loop is over
+                done.append(ended)
             continue
         subject = _subject(step, flags)
         fkey = _failing_key(flags)
-        loop = next((lp for lp in open_loops if any(sj[1] == subject[1] for sj in lp.subjects)), None)
+        loop: _Open | None = next((lp for lp in open_loops if any(sj[1] == subject[1] for sj in lp.subjects)), None)
         if loop is None and fkey is not None and not any(v.engine == "loop_guard" for v in flags):
             # the same command with other flags (`--no-verify`) failing on: the failing key's loop goes on
             loop = next((lp for lp in open_loops if lp.failing_key == fkey), None)
