@@ -23,6 +23,7 @@ from ..importers import ImportedRun, available
 from ..io._format import dump
 from ..live._redact import Redactor
 from ..report._console import fit_table
+from ..report._write import report_format
 from ..runtime._policy import resolve_policy
 from ..scan._discover import AGENTS, LogFile, discover, logs_under
 from ..scan._report import LOOP_HEADERS, TOTAL_HEADERS, loop_entry, loop_rows, scan_document, total_rows
@@ -98,6 +99,12 @@ def scan(args: argparse.Namespace) -> int:
     if unknown:
         error(f"--agent: unknown agent {unknown[0]!r}; expected one of {', '.join(AGENTS)} or an importer's name")
         return EXIT_BAD_INPUT
+    if args.report:
+        try:
+            report_format(args.report)  # before the scan, not after it
+        except ValueError as exc:
+            error(f"--report: {exc}")
+            return EXIT_BAD_INPUT
     policy = policy_arg(args.policy) or resolve_policy("default")
     policy_name = args.policy if isinstance(args.policy, str) else policy.name
     redactor = Redactor.configured(args.redact)
@@ -151,6 +158,11 @@ def scan(args: argparse.Namespace) -> int:
     if sessions:
         out(fit_table(total_rows(document["totals"]), list(TOTAL_HEADERS)))
         out()
+    if args.save:
+        errors += _save(Path(args.save), found, shown)
+        document["errors"] = list(errors)
+    if args.report:
+        write_report(args.report, document)
     loops = len(rows)
     with_loops = sum(1 for s in sessions if s["loops"])
     spent = sum(lp["calls"] for s in sessions for lp in s["loops"])
@@ -160,11 +172,6 @@ def scan(args: argparse.Namespace) -> int:
     if passed_over:
         err(f"loopguard: {passed_over} files in the folders named are not session logs (no importer recognises "
             "them): passed over")
-    if args.save:
-        errors += _save(Path(args.save), found, shown)
-        document["errors"] = list(errors)
-    if args.report:
-        write_report(args.report, document)
     for line in errors:
         error(line)
     if errors:

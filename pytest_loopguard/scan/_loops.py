@@ -5,13 +5,14 @@ A loop (docs/scan.md):
   `read_tracker`, `stuck_detector`) or of one of `budget`'s streak rules; a flag on a step that is not a
   call (a model turn, a message) counts at the next call, as `eval` counts it;
 - each flagged call has a *subject*, what repeats: the call itself (tool and arguments; a shell command by its
-  command line), a file when only `read_tracker` or `failure_tracker.failing_key` flagged it and named one,
-  or the tool cycle of a ping-pong;
+  command line), the file a `read_tracker` flag names, or the tool cycle of a ping-pong;
 - a loop is the flagged calls of one subject from the first until the subject is met again unflagged, a
   person's prompt comes, or the session ends; other calls in between (the agent's attempts to fix what
-  failed) belong to the loop and are counted in its calls and tokens.
+  failed) belong to the loop and are counted in its calls and tokens. A call that `failure_tracker.failing_key`
+  alone flags with the same key as an open loop (`git commit --no-verify` after `git commit` kept failing)
+  joins that loop as a variant of its subject.
 The call index is the labels' (0-based over tool steps and rejected turns); `repeats` is how many calls of the
-subject the agent made since the person's last prompt, up to the loop's last call.
+loop's subjects the agent made since the person's last prompt, up to the loop's last call.
 
 A replay ends at a stop (or a `done`); the real agent went on, so the rest of the session is replayed again
 from the next step under a fresh guard and its loops are found too (`Loop.stopped` marks the loop whose

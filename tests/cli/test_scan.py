@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,8 +82,8 @@ def plant_secret(home: Path) -> None:
     """The secret in the repeated commit's message: it would be in the loop's `what repeats` cell."""
     path = home / CLAUDE_PROJECT / f"{SPOTTER}.jsonl"
     text = path.read_text(encoding="utf-8")
-    assert text.count("feat: instrument hook controllers") >= 6
-    path.write_text(text.replace("feat: instrument hook controllers", f"feat: instrument {SECRET} controllers"),
+    assert text.count('git commit -m \\"feat: instrument hook') >= 5
+    path.write_text(text.replace('git commit -m \\"feat: instrument hook', f'git commit -m \\"{SECRET} hook'),
                     encoding="utf-8")
 
 
@@ -191,7 +192,10 @@ def test_the_rejected_commit_repeated_is_one_loop(full_scan: Scan) -> None:
     spotter = session(full_scan, SPOTTER)
     commits = [c for c in claude_commands(SESSIONS / "claude-code" / "spotter-ae4a77f8.jsonl")
                if c.startswith(COMMIT) and "instrument hook controllers" in c]
-    assert len(commits) == 6 and len(set(commits)) == 2  # 5 identical + once with --no-verify (SOURCES.md)
+    (same, n), *_ = Counter(commits).most_common()
+    no_verify = [c for c in commits if "--no-verify" in c]
+    assert n == 5 and len(no_verify) == 1  # 5 identical, then once with --no-verify (SOURCES.md)
+    assert commits.index(same) + 5 == commits.index(no_verify[0])  # in a row (the first attempt said more)
     (loop,) = [lp for lp in spotter["loops"] if COMMIT in lp["what"]]
     assert loop["repeats"] == 6 and loop["failed"] == 6
     assert "(+1 variant)" in loop["what"]  # the --no-verify attempt goes on the same failing command
@@ -258,8 +262,9 @@ def test_the_saved_sessions_are_the_ones_with_loops_and_validate(full_scan: Scan
 
 
 # ---- settings, options ---------------------------------------------------------------------------------------------
-SMALL = {k: v for k, v in LAYOUT.items() if "rust-port" in v or "coverage-test" in v or "acidicsoil" in v
-         or "codemie-session" in v}
+# sessions with no loop under default
+QUIET = {k: v for k, v in LAYOUT.items() if "rust-port" in v or "coverage-test" in v or "acidicsoil" in v}
+SMALL = {**QUIET, **{k: v for k, v in LAYOUT.items() if "codemie-session" in v}}
 
 
 def test_each_agents_own_setting_for_its_place_is_honoured(tmp_path: Path) -> None:
@@ -279,7 +284,7 @@ def test_each_agents_own_setting_for_its_place_is_honoured(tmp_path: Path) -> No
 
 def test_vs_code_variants_and_the_cline_cli_are_looked_in(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    roots = [home / ".config" / "Cursor" / "User" / "globalStorage" / "saoudrizwan.claude-dev" / "tasks" / "1",
+    roots = [tmp_path / "xdg" / "Cursor" / "User" / "globalStorage" / "saoudrizwan.claude-dev" / "tasks" / "1",
              home / "Library" / "Application Support" / "Code" / "User" / "globalStorage"
              / "rooveterinaryinc.roo-cline" / "tasks" / "2",
              home / ".cline" / "data" / "tasks" / "3",
@@ -308,14 +313,14 @@ def test_aider_history_in_the_working_folder_its_git_root_and_its_setting(tmp_pa
 
 
 def test_since_keeps_the_logs_changed_in_the_last_days(tmp_path: Path) -> None:
-    home = build_home(tmp_path / "home", SMALL)
+    home = build_home(tmp_path / "home", QUIET)
     old = time.time() - 40 * 86_400
     for path in (home / ".codex").rglob("*.jsonl"):
         os.utime(path, (old, old))
     status, _, _ = run_scan(home, "--since", "30", "--report", str(tmp_path / "r.json"), cwd=home)
     report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert status == 0
-    assert sorted(s["agent"] for s in report["sessions"]) == ["claude-code", "claude-code", "gemini-cli"]
+    assert sorted(s["agent"] for s in report["sessions"]) == ["claude-code", "claude-code"]
     run_scan(home, "--since", "50", "--report", str(tmp_path / "r.json"), cwd=home)
     assert "codex" in {s["agent"] for s in json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["sessions"]}
     assert run_scan(home, "--since", "0", cwd=home)[0] == 2  # not a number of days
@@ -324,9 +329,9 @@ def test_since_keeps_the_logs_changed_in_the_last_days(tmp_path: Path) -> None:
 def test_agent_picks_the_agents(tmp_path: Path) -> None:
     home = build_home(tmp_path / "home", SMALL)
     report = tmp_path / "r.json"
-    assert run_scan(home, "--agent", "codex", "--agent", "gemini-cli", "--report", str(report), cwd=home)[0] == 0
+    assert run_scan(home, "--agent", "codex", "--agent", "claude-code", "--report", str(report), cwd=home)[0] == 0
     assert sorted(s["agent"] for s in json.loads(report.read_text(encoding="utf-8"))["sessions"]) == [
-        "codex", "gemini-cli"]
+        "claude-code", "claude-code", "codex"]
     status, _, err = run_scan(home, "--agent", "cursor", cwd=home)
     assert status == 2 and err.count("\n") == 1 and "unknown agent 'cursor'" in err
 
