@@ -13,9 +13,6 @@ import argparse
 
 from ._common import policy_type
 
-DAY_SECONDS = 86_400
-PROGRESS_AFTER = 10  # logs: fewer are scanned before a bar would be worth drawing
-
 
 def _days(text: str) -> float:
     try:

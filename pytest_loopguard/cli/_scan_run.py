@@ -31,9 +31,11 @@ from ..scan._report import write_scan_report as write_report
 from ..scan._session import SessionScan, scan_log
 from ._common import EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK, err, error, out, policy_arg, trace_warnings
 from ._import_logs import _fitted, _place, _redacted
-from ._scan import DAY_SECONDS, PROGRESS_AFTER
 
 __all__ = ["scan"]
+
+DAY_SECONDS = 86_400
+PROGRESS_AFTER = 10  # logs: fewer are scanned before a bar would be worth drawing
 
 UNRECOGNISED = ("no importer recognises", "the file is empty")
 
