@@ -118,7 +118,8 @@ def scan(args: argparse.Namespace) -> int:
     def prepare(run: ImportedRun) -> ImportedRun:
         return _fitted(_redacted(run, redactor))
 
-    found: list[SessionScan] = []
+    sessions: list[dict[str, Any]] = []
+    to_save: list[SessionScan] = []  # kept whole only when they are to be saved: a machine holds many sessions
     covered: set[Path] = set()  # log files a scanned session already read (Claude Code subagents)
     passed_over = 0
     with trace_warnings():
@@ -145,10 +146,11 @@ def scan(args: argparse.Namespace) -> int:
                 continue
             for one in scans:
                 covered.update(Path(f).resolve() for f in one.files)
-            found += scans
-    if args.agent and args.paths:
-        found = [f for f in found if f.agent in args.agent or f.importer in args.agent]
-    sessions = [_entry(f, shown) for f in found]
+                if args.agent and args.paths and not {one.agent, one.importer} & set(args.agent):
+                    continue
+                sessions.append(_entry(one, shown))
+                if args.save and one.loops:
+                    to_save.append(one)
     rows = loop_rows(sessions, width=60)
     document = scan_document(sessions, errors, {
         "policy": policy_name, "since_days": args.since, "agents": args.agent or list(AGENTS),
@@ -161,7 +163,7 @@ def scan(args: argparse.Namespace) -> int:
         out(fit_table(total_rows(document["totals"]), list(TOTAL_HEADERS)))
         out()
     if args.save:
-        errors += _save(Path(args.save), found, shown)
+        errors += _save(Path(args.save), to_save, shown)
         document["errors"] = list(errors)
     if args.report:
         write_report(args.report, document)
@@ -182,7 +184,7 @@ def scan(args: argparse.Namespace) -> int:
 
 
 def _save(folder: Path, found: list[SessionScan], shown: _Shown) -> list[str]:
-    """Write each session with loops as a trace (YAML) into `folder`, named and bounded as `import` does."""
+    """Write each session (with loops) as a trace (YAML) into `folder`, named and bounded as `import` does."""
     problems: list[str] = []
     if folder.exists() and not folder.is_dir():
         return [f"{shown(folder)}: is a file; expected a folder for the traces (--save)"]
@@ -190,8 +192,6 @@ def _save(folder: Path, found: list[SessionScan], shown: _Shown) -> list[str]:
     used: set[str] = set()
     written = 0
     for one in found:
-        if not one.loops:
-            continue
         origin = str(one.trace.path or one.log.path)
         name, replaced = _place(one.trace.name, origin, folder, used)
         target = folder / f"{name}.yaml"

@@ -386,6 +386,8 @@ def test_paths_given_are_detected_per_file_and_other_files_passed_over(tmp_path:
     agents = sorted(s["importer"] for s in json.loads(report.read_text(encoding="utf-8"))["sessions"])
     assert agents == ["aider", "aider", "aider", "codex"]
     assert "1 files in the folders named are not session logs" in err and status == 1
+    assert run_scan(tmp_path, str(folder), "--agent", "codex", "--report", str(report), cwd=tmp_path)[0] == 0
+    assert [s["importer"] for s in json.loads(report.read_text(encoding="utf-8"))["sessions"]] == ["codex"]
     status, _, err = run_scan(tmp_path, str(tmp_path / "missing.jsonl"), cwd=tmp_path)
     assert status == 2 and "missing.jsonl: no such file or folder" in err
 
@@ -425,6 +427,10 @@ def test_a_persons_prompt_ends_a_loop_and_healthy_work_has_none() -> None:
     prompt = [{"message": {"role": "user", "text": "try again"}}]
     steps = [s for _ in range(3) for s in bash("make")] + prompt + [s for _ in range(3) for s in bash("make")]
     assert [(lp.call, lp.repeats) for lp in find_loops(trace(steps), DEFAULT)] == [(2, 3), (5, 3)]
+    # a policy whose loop guard keeps counting over the prompt flags the call right after it: a new loop still
+    keeps = resolve_policy({"preset": "default", "loop_guard": {"reset_on_user_message": False}})
+    steps = [s for _ in range(3) for s in bash("make")] + prompt + [s for _ in range(2) for s in bash("make")]
+    assert [(lp.call, lp.repeats, lp.calls) for lp in find_loops(trace(steps), keeps)] == [(2, 3, 1), (3, 2, 2)]
     assert find_loops(trace([s for c in ("ls", "cat a", "make", "git diff") for s in bash(c)]), DEFAULT) == []
 
 
