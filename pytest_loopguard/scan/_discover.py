@@ -179,7 +179,12 @@ def logs_under(paths: Iterable[str | Path]) -> Iterator[LogFile | Path]:
     yield from _once(logs)
 
 
-def _walk(folder: Path) -> Iterator[LogFile]:
+def _walk(folder: Path, seen: set[Path] | None = None) -> Iterator[LogFile]:
+    seen = set() if seen is None else seen
+    key = folder.resolve()
+    if key in seen:  # a link back to a folder already walked: walked once
+        return
+    seen.add(key)
     if is_task_folder(folder):
         yield LogFile(folder, None, _mtime(folder))
         return
@@ -189,6 +194,6 @@ def _walk(folder: Path) -> Iterator[LogFile]:
         return
     for child in children:
         if child.is_dir():
-            yield from _walk(child)
+            yield from _walk(child, seen)
         elif child.name.endswith(LOG_SUFFIXES) or child.name.endswith(AIDER_HISTORY):
             yield LogFile(child, None, _mtime(child))

@@ -381,6 +381,7 @@ def test_paths_given_are_detected_per_file_and_other_files_passed_over(tmp_path:
     shutil.copytree(SESSIONS / "aider", folder / "aider")
     shutil.copyfile(SESSIONS / "codex" / "acidicsoil-rollout-2025-11-17T15-30-28.jsonl", folder / "r.jsonl")
     (folder / "package.json").write_text('{"name": "x"}', encoding="utf-8")
+    (folder / "aider" / "back").symlink_to(folder, target_is_directory=True)  # a link back up: walked once
     report = tmp_path / "r.json"
     status, _, err = run_scan(tmp_path, str(folder), "--report", str(report), cwd=tmp_path)
     agents = sorted(s["importer"] for s in json.loads(report.read_text(encoding="utf-8"))["sessions"])
