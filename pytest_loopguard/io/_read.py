@@ -276,7 +276,7 @@ def _not_run(s: Mapping[str, Any], step: int, has_result: bool) -> NotRun | None
         d = _mapping(denied, "denied", step)
         _keys(d, DENIED_KEYS, "denied", step)
         reason = _why(d, "denied", step)
-        by = _choice(d["by"], DENIED_BY, "denied.by", step, "denier") if d.get("by") is not None else None
+        by = _choice(d["by"], DENIED_BY, "denied.by", step, "'by' value") if d.get("by") is not None else None
         return NotRun("denied", reason, by)  # type: ignore[arg-type]
     c = _mapping(cancelled, "cancelled", step)
     _keys(c, CANCELLED_KEYS, "cancelled", step)
