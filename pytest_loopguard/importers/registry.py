@@ -41,6 +41,7 @@ IMPORTERS: Final[Registry[Importer]] = Registry(
         ("cline", "cline:ClineImporter"),
         ("aider", "aider:AiderChatHistory"),
         ("claude-code", "claude_code:ClaudeCodeImporter"),
+        ("codex", "codex:CodexImporter"),
         ("otel", "otel:OtelImporter"),
         ("openai-responses", "openai_responses:ResponsesImporter"),
         ("anthropic", "anthropic:AnthropicImporter"),

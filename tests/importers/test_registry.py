@@ -34,7 +34,7 @@ from pytest_loopguard.importers.sdk_formats import sdk_importers
 DOC = Path(__file__).resolve().parents[2] / "docs" / "import.md"
 # this module's formats, in detection order (other built-ins may come after them)
 OWN = ["swe-agent", "mini-swe-agent-1", "mini-swe-agent-1.1", "openhands-v0", "openhands-v1",
-       "magentic-one", "ag2-groupchat", "gemini-cli", "cline", "aider", "claude-code"]
+       "magentic-one", "ag2-groupchat", "gemini-cli", "cline", "aider", "claude-code", "codex"]
 BUILTIN = [i.name for i in builtin_importers()]
 
 
