@@ -149,7 +149,7 @@ def exit_code(value: Any) -> int | None:
 def command_line(argv: list[Any]) -> str:
     """One command line from an argv list: the script of `bash -lc SCRIPT` (and the like), else the argv joined."""
     words = [str(w) for w in argv]
-    if len(words) >= 3 and words[-2] in ("-c", "-lc", "-Command", "/c"):
+    if len(words) >= 3 and words[-2] in ("-c", "-lc", "-ic", "-Command", "/c"):
         return words[-1]
     return shlex.join(words)
 
@@ -165,7 +165,9 @@ def type_name(value: Any) -> str | None:
 
 
 def call_args(kind: str, item: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """(tool, args, x- fields) of a call item; shell command lines become `args.command` strings."""
+    """(tool, args, x- fields) of a call item; an argv list under `command` becomes one command line (the
+    arguments are otherwise the model's own: `exec_command` keeps its line under `cmd`, where the built-in
+    tool table reads it)."""
     if kind == "custom_tool_call":
         return str(item.get("name") or ""), {"input": item.get("input", "")}, {"x-tool-type": "custom"}
     if kind in ("local_shell_call", "web_search_call"):
@@ -186,8 +188,6 @@ def call_args(kind: str, item: Mapping[str, Any]) -> tuple[str, dict[str, Any], 
     if isinstance(args.get("command"), list):  # the old `shell` tool: {"command": ["bash", "-lc", ...]}
         x["x-argv"] = args["command"]
         args["command"] = command_line(args["command"])
-    elif name == "exec_command" and "cmd" in args and "command" not in args:
-        args["command"] = args.pop("cmd")  # every importer keeps a shell line under `command`
     return name, args, x
 
 

@@ -421,3 +421,15 @@ def test_eval_shows_the_logs_compactions_beside_the_policys(tmp_path: Path) -> N
     assert row.split()[1:3] == ["4", "4,"], row
     # runs without compactions: no table at all
     assert "log compacted" not in render([score_policy(resolve_policy("default"), runs[1:], {}, name="default")])
+
+
+def test_the_turn_counts_a_call_that_never_ran_as_one_without_a_result() -> None:
+    # engines that place a call in its turn (the stuck detector's once-per-response check) read turn.results
+    denied = ToolCall.of("bash", {"command": "rm -rf /"})
+    ran = ToolCall.of("ls")
+    steps = _trace({"llm": {}}, {"tool": "bash", "args": {"command": "rm -rf /"}, **DENIED},
+                   {"tool": "ls", "result": {"text": "a"}}).steps
+    guard = Guard(resolve_policy("openhands-sdk"))
+    Run(guard).feed_all(steps)
+    turn = guard.run.turn
+    assert turn is not None and turn.calls == (denied, ran) and turn.results == [None, ToolResult(text="a")]

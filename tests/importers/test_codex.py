@@ -296,7 +296,7 @@ def test_markers_become_results_through_the_importer(tmp_path: Path) -> None:
     a, b, c, d, e = tools(run)
     assert a["args"] == {"command": "ls x"} and a["x-argv"] == ["bash", "-lc", "ls x"]
     assert a["result"] == {"exit_code": 2, "text": "no x"}
-    assert b["args"] == {"command": "make"} and b["result"] == {"exit_code": 1, "text": "E"}
+    assert b["args"] == {"cmd": "make"} and b["result"] == {"exit_code": 1, "text": "E"}
     assert c["result"] == {"text": "ordinary error output, exit 0"}
     assert "result" not in d and d["denied"] == {"reason": "exec command rejected by user", "by": "user"}
     assert e["result"] == {"error": "write_stdin failed: Unknown process id 9"}
