@@ -15,7 +15,6 @@ from ..importers.registry import detect
 from ..runtime._policy import Policy
 from ._discover import LogFile
 from ._loops import CALL_KINDS, Loop, find_loops
-from ._tools import with_agent_tools
 
 __all__ = ["SessionScan", "scan_log"]
 
@@ -56,15 +55,13 @@ def _importer(log: LogFile, source: Source, pool: Sequence[Importer]) -> Importe
 
 def scan_log(log: LogFile, policy: Policy, pool: Sequence[Importer],
              prepare: Callable[[ImportedRun], ImportedRun] = lambda run: run) -> list[SessionScan]:
-    """Every run of `log` with its loops under `policy` (with the agent's tool table, scan/_tools.py). The log
-    is only read; `prepare` (redaction) is applied to each run
-    before it is loaded and replayed, so nothing that leaves here holds what it removes.
+    """Every run of `log` with its loops under `policy`. The log is only read; `prepare` (redaction) is applied
+    to each run before it is loaded and replayed, so nothing that leaves here holds what it removes.
 
     Raises `TraceError` (one line) for a log that cannot be read, `OSError` for one that went away. A log
     with no session in it (Gemini CLI's `logs.json`, a prompt log) gives none."""
     source = Source.from_path(log.path, MAX_LOG_BYTES)
     imp = _importer(log, source, pool)
-    policy = with_agent_tools(policy, imp.name)
     scans: list[SessionScan] = []
     for raw in imp.convert(source):
         run = prepare(raw)

@@ -222,8 +222,12 @@ def test_the_failed_edit_streaks_are_loops(full_scan: Scan) -> None:
 
 
 def test_nothing_on_a_healthy_session(full_scan: Scan) -> None:
-    for healthy in ("0b6b4c9e-1111", "0b6b4c9e-2222"):  # claude-reliability: 0 errors, no repeats
-        assert session(full_scan, healthy)["loops"] == []
+    # claude-reliability (0 errors, no repeats), the Gemini CLI chat (all calls succeed; three reads of three
+    # files in a row are not one region), the Cline/Roo tasks, the Codex rollout with no identical repeats
+    healthy = ("0b6b4c9e-1111", "0b6b4c9e-2222", "session-2026-01-16T11-01", "1769053680585", "1760000000001",
+               "1760000000002", "rollout-2025-11-17T15-30-28")
+    for part in healthy:
+        assert session(full_scan, part)["loops"] == [], part
 
 
 def test_the_table_and_the_totals_per_agent(full_scan: Scan) -> None:
