@@ -12,6 +12,7 @@
     loopguard import SRC... -o OUT [--from F]              agent logs -> one trace per run (docs/import.md)
     loopguard bench [--events N] [--repeat R] [--stream N] [--corpus N] [--json]   speed, side by side
     loopguard eval PATHS [--labels F] [--policy P...]      score policies on labelled real runs (docs/eval.md)
+    loopguard scan [PATHS...] [--since D] [--agent A]      the agents' session logs here and their loops (docs/scan.md)
 
 Each subcommand is one module, `cli/_NAME.py`, with one interface (`CommandModule`): `add_arguments(parser)`
 and `run(args) -> int`. `COMMANDS` names them, with the line `--help` shows for each. A command's module is
@@ -72,13 +73,14 @@ COMMANDS: Final = (
     Command("import", "convert agent logs (SWE-agent, mini-swe-agent, OpenHands ...) into traces"),
     Command("bench", "replay speed, live checks, construction and loading, as ratios to a bare loop"),
     Command("eval", "score policies on labelled real runs: loops caught, false stops, noise"),
+    Command("scan", "find the coding agents' session logs on this machine and the loops in them"),
 )
 
 if TYPE_CHECKING:  # mypy checks that every command's module has the interface; nothing is imported here
-    from . import _bench, _diff, _eval, _import, _matrix, _presets, _replay, _run, _schema, _simulate, _validate
+    from . import _bench, _diff, _eval, _import, _matrix, _presets, _replay, _run, _scan, _schema, _simulate, _validate
 
     _MODULES: tuple[CommandModule, ...] = (
-        _run, _replay, _validate, _presets, _matrix, _simulate, _diff, _schema, _import, _bench, _eval,
+        _run, _replay, _validate, _presets, _matrix, _simulate, _diff, _schema, _import, _bench, _eval, _scan,
     )
     _SubParsersAction = argparse._SubParsersAction[argparse.ArgumentParser]
 else:

@@ -17,7 +17,7 @@ from pytest_loopguard.cli import _main as cli
 ROOT = Path(__file__).resolve().parents[2]
 CLI = Path(cli.__file__).parent
 COMMAND_NAMES = ["run", "replay", "validate", "presets", "matrix", "simulate", "diff", "schema", "import", "bench",
-                 "eval"]
+                 "eval", "scan"]
 
 # What each command alone needs: loaded when it runs (see test_each_command_loads_its_own_modules_when_it_runs),
 # never by another command's start-up.
@@ -30,6 +30,7 @@ OWN = {
     "bench": ("pytest_loopguard.bench._suite",),
     "eval": ("pytest_loopguard.cli._eval_tables", "pytest_loopguard.eval._score", "pytest_loopguard.eval._runs",
              "tabulate"),
+    "scan": ("pytest_loopguard.cli._scan_run", "pytest_loopguard.scan._loops", "pytest_loopguard.scan._discover"),
 }
 
 # what a plain `loopguard run` does without: tables of plain cells are rendered without tabulate, the live

@@ -38,6 +38,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("live", ("pytest_loopguard.live",)),
     ("eval", ("pytest_loopguard.eval",)),
     ("report", ("pytest_loopguard.report",)),
+    # `loopguard scan`'s finding, import-in-memory, replay and loop grouping (its report renders with report's
+    # tables)
+    ("scan", ("pytest_loopguard.scan",)),
     ("bench", ("pytest_loopguard.bench",)),
     ("cli", ("pytest_loopguard.cli",)),
     ("pytest", ("pytest_loopguard.pytest", "pytest_loopguard.strategies")),

@@ -199,6 +199,12 @@ SUBPACKAGES: dict[str, dict[str, str]] = {
                     "timeline_row timeline_table"),
         "_write": "REPORT_FORMATS report_format write_report",
     },
+    "scan": {
+        "_discover": "AGENTS LogFile discover logs_under",
+        "_loops": "LOOP_ENGINES Loop find_loops",
+        "_report": "scan_document write_scan_report",
+        "_session": "SessionScan scan_log",
+    },
     "bench": {
         "_replay": "bench_table run_bench synthetic_trace",
         "_rows": "SuiteRow",
