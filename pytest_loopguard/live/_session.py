@@ -32,6 +32,7 @@ from types import TracebackType
 from typing import Any, Literal, final
 
 from ..core._model import (
+    NOT_REACHED,
     ORIGINS,
     PHASES,
     Done,
@@ -471,7 +472,7 @@ class Session:
             index = len(self._steps)
             if self.recorder is not None:
                 self.recorder.write(ToolStep(index, self._guarded(call), agent=self.agent), redacted=True)
-            self._steps.append(StepResult(index, "tool", call.tool, "not_reached"))
+            self._steps.append(StepResult(index, "tool", call.tool, NOT_REACHED))
         self._announced = []
 
 
