@@ -36,13 +36,13 @@ if TYPE_CHECKING:
     from .runtime._replay import replay
 
 __all__ = [
+    "NOT_REACHED",
     "Action",
     "Clock",
     "Decision",
     "Guard",
     "LoopguardError",
     "LoopguardWarning",
-    "NOT_REACHED",
     "Outcome",
     "Policy",
     "PolicyError",
