@@ -13,13 +13,13 @@ import pytest
 import pytest_loopguard
 
 INTENDED = [
+    "NOT_REACHED",
     "Action",
     "Clock",
     "Decision",
     "Guard",
     "LoopguardError",
     "LoopguardWarning",
-    "NOT_REACHED",
     "Outcome",
     "Policy",
     "PolicyError",
@@ -49,7 +49,7 @@ INTENDED = [
 
 def test_all_is_the_intended_sorted_list() -> None:
     assert pytest_loopguard.__all__ == INTENDED
-    assert sorted(INTENDED) == INTENDED
+    assert ruff_order(INTENDED) == INTENDED
 
 
 def test_every_exported_name_exists() -> None:
@@ -103,7 +103,7 @@ ROOT_HOMES = {
 
 
 def test_every_public_name_resolves_to_the_object_its_module_defines() -> None:
-    assert sorted(n for names in ROOT_HOMES.values() for n in names.split()) == INTENDED
+    assert ruff_order([n for names in ROOT_HOMES.values() for n in names.split()]) == INTENDED
     for home, names in ROOT_HOMES.items():
         for name in names.split():
             assert getattr(pytest_loopguard, name) is getattr(importlib.import_module(f"pytest_loopguard.{home}"), name)
