@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from ..errors import PolicyError
 from ..eval._labels import RunLabel
-from ..eval._score import LoopScore, PolicyScore, RunScore
+from ..eval._score import LoopScore, PolicyScore, RunScore, compaction_rows
 from ..runtime._policy import Policy
 from ._common import table_text
 
@@ -137,6 +137,10 @@ def render(scores: Sequence[PolicyScore], *, markdown: bool = False) -> str:
     details = detail_rows(scores)
     if details:
         parts.append(table(details, ["run", "outcome", "loop", *names], markdown))
+    compacted = compaction_rows(scores)  # the real agent's compactions beside the policies'
+    if compacted:
+        parts.append(table(compacted, ["run", "log compacted at call", *(f"{n} compacts at" for n in names)],
+                           markdown))
     return "\n\n".join(parts)
 
 

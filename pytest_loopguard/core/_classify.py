@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, final
@@ -51,6 +52,9 @@ class ToolRule:
     target: str | None = None  # the argument holding the call's file or URL
     shell: str | None = None  # the argument holding a shell command line
     verb: str | None = None  # the argument holding an editor sub-command (view, create, str_replace, ...)
+    # other arguments that hold the target when `target` is absent (built-in locators only: the coding agents
+    # name a file `path`, `file_path` or `absolute_path` for the same tool name)
+    also: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"tool": self.tool}
@@ -113,18 +117,31 @@ def parse_rules(raw: Any, *, source: str | None = None) -> tuple[ToolRule, ...]:
             )
         if when is not None and not isinstance(when, Mapping):
             raise PolicyError("expected a mapping of argument values", field=f"{where}.when", source=source)
-        rules.append(ToolRule(tool, kind, dict(when) if when else None, **locators))
+        rules.append(ToolRule(tool, kind, dict(when) if when else None, target=locators["target"],
+                              shell=locators["shell"], verb=locators["verb"]))
     return tuple(rules)
 
 
 def _locators() -> tuple[ToolRule, ...]:
-    shell_tools = ("bash", "execute_bash", "run", "terminal", "shell", "cmd", "run_shell_command")
+    # the research agents' tools, then the coding agents' (Claude Code, Codex CLI, Gemini CLI, Cline/Roo,
+    # aider as their importers name them): where a call's command line or file is, so the loop guard's and
+    # failure tracker's keys are `git commit` or `src/app.py`, not the bare tool name
+    shell_tools = {
+        "bash": "command", "execute_bash": "command", "run": "command", "terminal": "command", "shell": "command",
+        "cmd": "command", "run_shell_command": "command", "Bash": "command", "execute_command": "command",
+        "exec_command": "cmd", "local_shell": "command",
+    }
     editor_tools = ("str_replace_editor", "str_replace_based_edit_tool")
-    path_tools = ("read_file", "write_file", "edit_file", "patch", "search_files")
+    path_tools = (
+        "read_file", "write_file", "edit_file", "patch", "search_files",
+        "Read", "Edit", "MultiEdit", "Write", "NotebookEdit", "replace", "write_to_file", "replace_in_file",
+        "list_files", "edit",
+    )
+    path_args = ("file_path", "absolute_path", "notebook_path")
     return (
-        *(ToolRule(t, None, shell="command") for t in shell_tools),
+        *(ToolRule(t, None, shell=arg) for t, arg in shell_tools.items()),
         *(ToolRule(t, None, target="path", verb="command") for t in editor_tools),
-        *(ToolRule(t, None, target="path") for t in path_tools),
+        *(ToolRule(t, None, target="path", also=path_args) for t in path_tools),
         *(ToolRule(t, None, target="url") for t in ("navigate", "browser_navigate")),
     )
 
@@ -216,8 +233,8 @@ def target_of(call: ToolCall, classifier: Classifier) -> CallTarget:
     if rule is None:
         return CallTarget.of([Command(call.tool, effect)])
     if rule.shell is not None:
-        line = call.args.get(rule.shell)
-        if isinstance(line, str):
+        line = shell_line(call.args.get(rule.shell))
+        if line is not None:
             return CallTarget.of(read_command_line(line))
         return CallTarget.of([Command(call.tool, effect)])  # no line to read: the tool itself
     assert rule.target is not None
@@ -227,8 +244,23 @@ def target_of(call: ToolCall, classifier: Classifier) -> CallTarget:
         if isinstance(sub, str) and sub:
             verb = sub
             effect = EDITOR_EFFECTS.get(sub, effect)
-    targets = tuple(p for p in (normalise_path(v) for v in _strings(call.args.get(rule.target))) if p is not None)
+    value = call.args.get(rule.target)
+    if value is None:
+        value = next((call.args[arg] for arg in rule.also if arg in call.args), None)
+    targets = tuple(p for p in (normalise_path(v) for v in _strings(value)) if p is not None)
     return CallTarget.of([Command(verb, effect, targets)])
+
+
+def shell_line(value: Any) -> str | None:
+    """The command line a shell call runs: a string, or an argv list (Codex's `shell` tool writes
+    `["bash", "-lc", LINE]`: the line; any other argv is joined as a shell would read it back)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        if len(value) == 3 and value[1] in ("-c", "-lc", "-ic"):
+            return str(value[2])
+        return shlex.join(value)
+    return None
 
 
 def _strings(value: Any) -> list[str]:

@@ -11,17 +11,23 @@ from typing import Any, Final, Literal, TypeAlias, final
 
 # the events are their own module; they are named here too, where code has always imported them from
 from ._steps import (
+    DENIED_BY,
+    NOT_RUN_HOWS,
     OK,
     ORIGINS,
     PHASES,
     STEP_CLASSES,
     STEP_KINDS,
+    TRIGGERS,
+    CompactedStep,
+    Compaction,
     Done,
     DoneStep,
     LLMCall,
     LLMStep,
     Message,
     MessageStep,
+    NotRun,
     Origin,
     PhaseStep,
     Rejected,
@@ -38,8 +44,10 @@ from ._steps import (
 
 __all__ = [
     "ACTIONS",
+    "DENIED_BY",
     "LLM_ACTIONS",
     "NOT_REACHED",
+    "NOT_RUN_HOWS",
     "OK",
     "ORIGINS",
     "OUTCOMES",
@@ -48,7 +56,10 @@ __all__ = [
     "STEP_CLASSES",
     "STEP_KINDS",
     "TOOL_ACTIONS",
+    "TRIGGERS",
     "Action",
+    "CompactedStep",
+    "Compaction",
     "Done",
     "DoneStep",
     "LLMCall",
@@ -56,6 +67,7 @@ __all__ = [
     "Message",
     "MessageStep",
     "NotReached",
+    "NotRun",
     "Origin",
     "Outcome",
     "PhaseStep",
@@ -383,5 +395,23 @@ class ReplayResult:
             "outcome": plain(self.outcome),
             "stopped_at": self.stopped_at,
             "stopped_by": self.stopped_by,
-            "steps": [s.to_dict() for s in self.steps],
+            "steps": [_step_dict(r, self.trace.steps) for r in self.steps],
         }
+
+
+def _step_dict(result: StepResult, steps: Sequence[Step]) -> dict[str, Any]:
+    """A step's result as `replay --json` gives it: with why a call never ran (`not_run`: how, reason, by) and
+    a compaction event's fields (`compacted`), which no verdict says."""
+    out = result.to_dict()
+    if not 0 <= result.index < len(steps):  # a result built without its trace's steps
+        return out
+    step = steps[result.index]
+    not_run, compacted = step.not_run, step.compacted
+    if not_run is not None:
+        out["not_run"] = {k: v for k, v in (("how", not_run.how), ("reason", not_run.reason), ("by", not_run.by))
+                          if v is not None}
+    elif compacted is not None:
+        out["compacted"] = {k: v for k, v in (("trigger", compacted.trigger),
+                                              ("tokens_before", compacted.tokens_before), ("text", compacted.text))
+                            if v is not None}
+    return out

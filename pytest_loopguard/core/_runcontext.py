@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final, Protocol, final
 
-from ._classify import Classifier, Kind, target_of
+from ._classify import Classifier, Kind, shell_line, target_of
 from ._conversation import PromptView, Transcript
 from ._model import LLMCall, Task, ToolCall, ToolResult
 from ._targets import CallTarget
@@ -176,8 +176,8 @@ class RunContext:
         """Note a call that ran: an `open F` makes F the open file for the calls after it."""
         # only shell lines that mention an opener need reading: this runs after every call
         rule = self.classifier.locator(call)
-        line = call.args.get(rule.shell) if rule is not None and rule.shell is not None else None
-        if isinstance(line, str) and _OPENER.search(line):
+        line = shell_line(call.args.get(rule.shell)) if rule is not None and rule.shell is not None else None
+        if line is not None and _OPENER.search(line):
             opened = self.target(call).opened()
             if opened is not None:
                 self.open_file = opened

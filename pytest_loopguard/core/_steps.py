@@ -11,17 +11,23 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, fina
 from ._identity import canonical_json, ordered_args_json
 
 __all__ = [
+    "DENIED_BY",
+    "NOT_RUN_HOWS",
     "OK",
     "ORIGINS",
     "PHASES",
     "STEP_CLASSES",
     "STEP_KINDS",
+    "TRIGGERS",
+    "CompactedStep",
+    "Compaction",
     "Done",
     "DoneStep",
     "LLMCall",
     "LLMStep",
     "Message",
     "MessageStep",
+    "NotRun",
     "Origin",
     "PhaseStep",
     "Rejected",
@@ -36,12 +42,15 @@ __all__ = [
     "make_step",
 ]
 
-StepKind = Literal["tool", "llm", "phase", "message", "done", "rejected"]
+StepKind = Literal["tool", "llm", "phase", "message", "done", "rejected", "compacted"]
 Origin = Literal["user", "harness", "agent"]
 
 PHASES: Final = ("explore", "act", "verify", "recover", "done")
-STEP_KINDS: Final = ("tool", "llm", "phase", "message", "done", "rejected")
+STEP_KINDS: Final = ("tool", "llm", "phase", "message", "done", "rejected", "compacted")
 ORIGINS: Final = ("user", "harness", "agent")
+NOT_RUN_HOWS: Final = ("denied", "cancelled")  # why a call never ran: a person or rule refused it; its batch failed
+DENIED_BY: Final = ("user", "rule")
+TRIGGERS: Final = ("auto", "manual")
 
 
 @final
@@ -172,6 +181,28 @@ class Rejected:
 
 @final
 @dataclass(frozen=True, slots=True)
+class NotRun:
+    """Why a call the agent made never ran: `denied` (by a person, `user`, or a permission `rule`) or
+    `cancelled` (another call of its batch failed first). Such a call has no result."""
+
+    how: Literal["denied", "cancelled"]
+    reason: str
+    by: Literal["user", "rule"] | None = None  # who denied it; a cancelled call names no one
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """The log's own compaction event: the real agent compacted its context here (`trigger` auto or manual,
+    `tokens_before` the context's size before, `text` the summary that replaced it)."""
+
+    trigger: Literal["auto", "manual"] | None = None
+    tokens_before: int | None = None
+    text: str | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True)
 class StepSource:
     """Where an imported step came from: the log file, its JSONL row (or None), its index there."""
 
@@ -228,16 +259,19 @@ class _StepFields:
 @final
 @dataclass(frozen=True, slots=True, eq=False)
 class ToolStep(_StepFields):
-    """A tool call and its recorded result (None: not recorded, treated as a plain success)."""
+    """A tool call and its recorded result (None: not recorded, treated as a plain success), or why it never
+    ran (`not_run`: denied or cancelled; then it has no result)."""
 
     call: ToolCall
     result: ToolResult | None = None
+    not_run: NotRun | None = None
     kind: Literal["tool"] = field(default="tool", init=False, repr=False)
     llm: ClassVar[None] = None
     phase: ClassVar[None] = None
     message: ClassVar[None] = None
     done: ClassVar[None] = None
     rejected: ClassVar[None] = None
+    compacted: ClassVar[None] = None
 
     @property
     def outcome(self) -> ToolResult:
@@ -245,8 +279,12 @@ class ToolStep(_StepFields):
         return self.result if self.result is not None else OK
 
     def label(self, width: int = 60) -> str:
-        """How the step reads in a table."""
-        return self.call.short(width)
+        """How the step reads in a table: the call, after why it never ran (`denied by user: bash {...}`)."""
+        n = self.not_run
+        if n is None:
+            return self.call.short(width)
+        head = f"{n.how} by {n.by}: " if n.by is not None else f"{n.how}: "
+        return head + self.call.short(max(width - len(head), 8))
 
 
 @final
@@ -262,6 +300,8 @@ class LLMStep(_StepFields):
     message: ClassVar[None] = None
     done: ClassVar[None] = None
     rejected: ClassVar[None] = None
+    compacted: ClassVar[None] = None
+    not_run: ClassVar[None] = None
 
     def label(self, width: int = 60) -> str:
         """How the step reads in a table."""
@@ -281,6 +321,8 @@ class PhaseStep(_StepFields):
     message: ClassVar[None] = None
     done: ClassVar[None] = None
     rejected: ClassVar[None] = None
+    compacted: ClassVar[None] = None
+    not_run: ClassVar[None] = None
 
     def label(self, width: int = 60) -> str:
         """How the step reads in a table."""
@@ -300,6 +342,8 @@ class MessageStep(_StepFields):
     phase: ClassVar[None] = None
     done: ClassVar[None] = None
     rejected: ClassVar[None] = None
+    compacted: ClassVar[None] = None
+    not_run: ClassVar[None] = None
 
     def label(self, width: int = 60) -> str:
         """How the step reads in a table."""
@@ -321,6 +365,8 @@ class DoneStep(_StepFields):
     phase: ClassVar[None] = None
     message: ClassVar[None] = None
     rejected: ClassVar[None] = None
+    compacted: ClassVar[None] = None
+    not_run: ClassVar[None] = None
 
     def label(self, width: int = 60) -> str:
         """How the step reads in a table."""
@@ -340,23 +386,51 @@ class RejectedStep(_StepFields):
     phase: ClassVar[None] = None
     message: ClassVar[None] = None
     done: ClassVar[None] = None
+    compacted: ClassVar[None] = None
+    not_run: ClassVar[None] = None
 
     def label(self, width: int = 60) -> str:
         """How the step reads in a table."""
         return f"rejected: {self.rejected.reason}"[:width]
 
 
+@final
+@dataclass(frozen=True, slots=True, eq=False)
+class CompactedStep(_StepFields):
+    """Where the real agent compacted its context (the log's own event): no engine hears it, reports show it."""
+
+    compacted: Compaction
+    kind: Literal["compacted"] = field(default="compacted", init=False, repr=False)
+    call: ClassVar[None] = None
+    result: ClassVar[None] = None
+    llm: ClassVar[None] = None
+    phase: ClassVar[None] = None
+    message: ClassVar[None] = None
+    done: ClassVar[None] = None
+    rejected: ClassVar[None] = None
+    not_run: ClassVar[None] = None
+
+    def label(self, width: int = 60) -> str:
+        """How the step reads in a table: `compacted (auto, 155,000 tokens)`."""
+        c = self.compacted
+        details = [d for d in (c.trigger, f"{c.tokens_before:,} tokens" if c.tokens_before is not None else None)
+                   if d is not None]
+        text = f"compacted ({', '.join(details)})" if details else "compacted"
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+
 STEP_CLASSES: Final[Mapping[str, Callable[..., Step]]] = MappingProxyType({
     "tool": ToolStep, "llm": LLMStep, "phase": PhaseStep, "message": MessageStep, "done": DoneStep,
-    "rejected": RejectedStep,
+    "rejected": RejectedStep, "compacted": CompactedStep,
 })
 # the payload field of each kind but `tool` (which has two: call and result)
 _PAYLOAD: Final[Mapping[str, str]] = MappingProxyType(
-    {"llm": "llm", "phase": "phase", "message": "message", "done": "done", "rejected": "rejected"}
+    {"llm": "llm", "phase": "phase", "message": "message", "done": "done", "rejected": "rejected",
+     "compacted": "compacted"}
 )
 
 if TYPE_CHECKING:
-    Step: TypeAlias = ToolStep | LLMStep | PhaseStep | MessageStep | DoneStep | RejectedStep
+    Step: TypeAlias = ToolStep | LLMStep | PhaseStep | MessageStep | DoneStep | RejectedStep | CompactedStep
 
 
 def make_step(
@@ -376,26 +450,33 @@ def make_step(
     extensions: Mapping[str, Any] | None = None,
     agent: str | None = None,
     source: StepSource | None = None,
+    compacted: Compaction | None = None,
+    not_run: NotRun | None = None,
 ) -> Step:
     """A step of the kind named at run time, from the payload that kind needs (the others must be None).
 
     For code that learns the kind from data (a recorder, a log importer); code that knows it builds the
     kind's class (`ToolStep(index, call, result)`) directly.
     """
-    payloads = {"llm": llm, "phase": phase, "message": message, "done": done, "rejected": rejected}
+    payloads = {"llm": llm, "phase": phase, "message": message, "done": done, "rejected": rejected,
+                "compacted": compacted}
     common: dict[str, Any] = {"expect": expect, "t": t, "line": line, "agent": agent, "source": source,
                               "extensions": {} if extensions is None else extensions}
     if kind == "tool":
         extra = [k for k, v in payloads.items() if v is not None]
         if call is None or extra:
-            raise TypeError(f"a tool step takes `call` (and `result`), not {', '.join(extra) or 'no call'}")
-        return ToolStep(index, call, result, **common)
+            raise TypeError(f"a tool step takes `call` (and `result` or `not_run`), "
+                            f"not {', '.join(extra) or 'no call'}")
+        if not_run is not None and result is not None:
+            raise TypeError(f"a call that never ran ({not_run.how}) has no `result`")
+        return ToolStep(index, call, result, not_run, **common)
     cls = STEP_CLASSES.get(kind)
     if cls is None:
         raise ValueError(f"unknown step kind {kind!r}; expected one of {', '.join(STEP_KINDS)}")
     name = _PAYLOAD[kind]
     payload = payloads.pop(name)
-    extra = [k for k, v in (*payloads.items(), ("call", call), ("result", result)) if v is not None]
+    extra = [k for k, v in (*payloads.items(), ("call", call), ("result", result), ("not_run", not_run))
+             if v is not None]
     if payload is None or extra:
         raise TypeError(f"a `{kind}` step takes `{name}`, not {', '.join(extra) or f'no {name}'}")
     return cls(index, payload, **common)
@@ -406,11 +487,12 @@ def _legacy_step(index: int, kind: str, call: ToolCall | None = None, result: To
                  done: Done | None = None, expect: StepExpect | None = None, t: int | None = None,
                  line: int | None = None, extensions: Mapping[str, Any] | None = None,
                  rejected: Rejected | None = None, agent: str | None = None,
-                 source: StepSource | None = None) -> Step:
+                 source: StepSource | None = None, compacted: Compaction | None = None,
+                 not_run: NotRun | None = None) -> Step:
     """`Step(...)` as the one-class constructor took it (positions included)."""
     return make_step(index, kind, call=call, result=result, llm=llm, phase=phase, message=message, done=done,
                      rejected=rejected, expect=expect, t=t, line=line, extensions=extensions, agent=agent,
-                     source=source)
+                     source=source, compacted=compacted, not_run=not_run)
 
 
 # `Step` at run time: a class object for which `isinstance(x, Step)` holds for a step of any kind and whose call
@@ -424,6 +506,6 @@ _StepUnion = type("_StepUnion", (type,), {
 })
 globals()["Step"] = _StepUnion("Step", (), {
     "__slots__": (), "__module__": __name__,
-    "__doc__": "One event of a trace: a ToolStep, LLMStep, PhaseStep, MessageStep, DoneStep or RejectedStep, as "
-               "its `kind` says.",
+    "__doc__": "One event of a trace: a ToolStep, LLMStep, PhaseStep, MessageStep, DoneStep, RejectedStep or "
+               "CompactedStep, as its `kind` says.",
 })

@@ -59,6 +59,8 @@ class Settings(EngineSettings):
     search_pagination: bool = True  # hermes (the seed's version): False
     unchanged_stub: bool = False  # hermes-current: True
     read_offset_default: int = 1
+    # arguments that name a read's file when `path` is absent (Hermes reads `path` only: off in its presets)
+    path_fallbacks: tuple[str, ...] = ()
     read_limit_default: int = 500
     search_target_default: str = "content"
     search_path_default: str = "."
@@ -134,6 +136,8 @@ class ReadTracker(Engine):
     def _region(self, args: Mapping[str, Any]) -> Region:
         s = self.settings
         path = args.get("path")
+        if path is None and s.path_fallbacks:  # other names of the file's argument (`default`: Claude Code's,
+            path = next((args[k] for k in s.path_fallbacks if k in args), None)  # Gemini CLI's)
         offset = args.get("offset", s.read_offset_default)
         limit = args.get("limit", s.read_limit_default)
         # scalars (nearly every read) are their own key part: `key_part` only when a value is a container

@@ -1,6 +1,7 @@
 """Loop labels of real runs (the format of `corpus/real/labels.yaml`): load, validate, index by run.
 
-A labels file names runs by `file` (relative to the labels file's folder) and `row` (0-based, for a
+A labels file names runs by `file` (relative to the labels file's folder, or to its optional top-level `base`
+folder, itself relative to the labels file's folder) and `row` (0-based, for a
 file holding several runs) and marks each loop by call index `from`..`to` (inclusive; see the header
 of `corpus/real/labels.yaml` for what counts as a call). Loading is strict: every problem is a
 `LabelsError` whose one line names the labels file, the entry (and its line) and the field.
@@ -210,6 +211,13 @@ def load_labels(path: str | Path) -> Labels:
     runs_raw = raw.get("runs")
     if not isinstance(runs_raw, list):
         raise LabelsError(f"expected a list of runs, got {type(runs_raw).__name__}", file=name, field="runs")
+    base = p.parent
+    if raw.get("base") is not None:
+        # labels kept apart from the logs they label (this repository's labels of ../shared/corpus/sessions)
+        if not isinstance(raw["base"], str) or not raw["base"] or Path(raw["base"]).is_absolute():
+            raise LabelsError(f"expected a folder relative to the labels file, got {raw['base']!r}", file=name,
+                              field="base")
+        base = p.parent / raw["base"]
     lines = _entry_lines(text)
     runs = tuple(_run(item, i, lines[i] if i < len(lines) else None, name) for i, item in enumerate(runs_raw))
     seen: dict[tuple[str, int | None], int] = {}
@@ -218,4 +226,4 @@ def load_labels(path: str | Path) -> Labels:
             raise LabelsError(f"the same run as runs[{seen[label.key]}]", file=name, entry=label.entry,
                               line=label.line, run=label.run_id)
         seen[label.key] = label.entry
-    return Labels(name, p.parent, runs)
+    return Labels(name, base, runs)

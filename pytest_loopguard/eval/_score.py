@@ -9,6 +9,8 @@ other step counts at the next call). For each policy:
 - noise is any verdict on a run labelled healthy;
 - runs with a known outcome (labels, or a tarball's `resolved.json`) give the share of resolved and of
   failed runs that got a warning, a block, a stop.
+Where the log holds the real agent's own compactions (`compacted` steps), each run's score keeps their call
+positions next to the calls where the policy answered `compact` or `compact_retry` (`compaction_rows`).
 """
 
 from __future__ import annotations
@@ -27,11 +29,13 @@ from ._labels import Labels, LoopLabel, RunLabel
 from ._runs import CALL_KINDS, ScoredRun, call_count
 
 __all__ = [
+    "COMPACTING",
     "FORCE_DONE",
     "Event",
     "LoopScore",
     "PolicyScore",
     "RunScore",
+    "compaction_rows",
     "match_labels",
     "score_policy",
     "score_run",
@@ -39,6 +43,7 @@ __all__ = [
 
 FORCE_DONE: Final = "failure_tracker.force_done"
 FLAGGING: Final = frozenset({"warn", "block", "stop", "fail"})
+COMPACTING: Final = frozenset({"compact", "compact_retry"})
 
 
 @final
@@ -91,6 +96,9 @@ class RunScore:
     events: tuple[Event, ...]
     loops: tuple[LoopScore, ...] = ()
     false_stop: Event | None = None  # the first false stop (whole run or a loop)
+    # where the real agent compacted (its log's `compacted` steps) and where the policy compacted, as calls
+    compacted: tuple[int, ...] = ()
+    compacts: tuple[int, ...] = ()
 
     @property
     def warned(self) -> bool:
@@ -130,6 +138,7 @@ class RunScore:
                  "false_stop": None if s.false_stop is None else _event_dict(s.false_stop)}
                 for s in self.loops
             ],
+            **({"compactions": {"log": list(self.compacted), "policy": list(self.compacts)}} if self.compacted else {}),
         }
 
 
@@ -200,14 +209,47 @@ class PolicyScore:
         }
 
 
-def events(result: ReplayResult) -> tuple[Event, ...]:
-    """The non-allow verdicts of a replay on the labels' call index."""
+def _call_at(result: ReplayResult) -> list[int]:
+    """Each step's position on the labels' call index (a non-call step counts at the next call)."""
     call_at: list[int] = []
     k = 0
-    for step in result.trace.steps:  # a verdict on a non-call step counts at the next call
+    for step in result.trace.steps:
         call_at.append(k)
         if step.kind in CALL_KINDS:
             k += 1
+    return call_at
+
+
+def compactions(result: ReplayResult) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The calls where the real agent compacted (the log's `compacted` steps) and those where the policy
+    answered `compact` or `compact_retry`, on the labels' call index."""
+    call_at = _call_at(result)
+    log = tuple(call_at[i] for i, step in enumerate(result.trace.steps) if step.kind == "compacted")
+    policy = tuple(call_at[i] for i, s in enumerate(result.steps)
+                   if s.action in COMPACTING or any(v.action in COMPACTING for v in s.verdicts))
+    return log, policy
+
+
+def compaction_rows(scores: Sequence[PolicyScore], limit: int = 8) -> list[list[str]]:
+    """One row per run whose log compacted: the calls where it did, then per policy the calls where the policy
+    compacted (at most `limit` each); none when no run holds a compaction."""
+    if not scores:
+        return []
+
+    def cell(calls: tuple[int, ...]) -> str:
+        text = ", ".join(map(str, calls[:limit]))
+        return (text + f" … (+{len(calls) - limit})" if len(calls) > limit else text) or "—"
+
+    rows = []
+    for i, run in enumerate(scores[0].runs):
+        if run.compacted:
+            rows.append([run.run_id, cell(run.compacted), *(cell(s.runs[i].compacts) for s in scores)])
+    return rows
+
+
+def events(result: ReplayResult) -> tuple[Event, ...]:
+    """The non-allow verdicts of a replay on the labels' call index."""
+    call_at = _call_at(result)
     out = []
     for pos, s in enumerate(result.steps):
         if s.action in FLAGGING:
@@ -237,7 +279,8 @@ def score_run(run: ScoredRun, label: RunLabel | None, result: ReplayResult) -> R
     false_stop = next((e for e in evs if e.severe), None) if outcome == "resolved" else None
     if false_stop is None:
         false_stop = next((s.false_stop for s in loops if s.false_stop is not None), None)
-    return RunScore(run, label, outcome, evs, loops, false_stop)
+    compacted, compacts = compactions(result) if any(s.kind == "compacted" for s in result.trace.steps) else ((), ())
+    return RunScore(run, label, outcome, evs, loops, false_stop, compacted, compacts)
 
 
 def match_labels(labels: Labels, runs: Sequence[ScoredRun]) -> dict[int, RunLabel]:

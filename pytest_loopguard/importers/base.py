@@ -83,7 +83,7 @@ class Source:
         try:
             return self._read().decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise TraceError(f"not UTF-8 text (byte {exc.start}); expected a JSON or JSONL agent log",
+            raise TraceError(f"not UTF-8 text (byte {exc.start}); expected a text agent log (JSON, JSONL, Markdown)",
                              file=self.name) from None
 
     @cached_property

@@ -4,7 +4,9 @@ Roles are `human` (the task), `Orchestrator (thought)` (its own reasoning and le
 (-> Agent)` (an instruction to an agent) and the agents' names (`WebSurfer`, `FileSurfer`, `Assistant`,
 `ComputerTerminal`). Each agent reply is a call (labels.yaml's convention): tool = the agent's name,
 args = `{action: <the reply's first line>}` (WebSurfer's "I clicked 'X'.", FileSurfer's "Address: ..."),
-result text = the whole reply. Orchestrator instructions are messages with origin agent, never resets.
+result text = the whole reply. Orchestrator instructions are messages with origin agent, never resets; so
+is every other orchestrator line (`Orchestrator (termination condition)`: why it stopped), a message with
+`x-event` naming the event, never a call.
 """
 
 from __future__ import annotations
@@ -79,6 +81,13 @@ class MagenticOne(Importer):
             return
         if not role:
             b.skip(f"history[{i}]: no role")
+            return
+        if role.startswith(ORCHESTRATOR):
+            # "Orchestrator (termination condition)" and any other event of the orchestrator's: its words,
+            # not an acting agent's call (labels.yaml counts only the agents' replies)
+            event = role.removeprefix(ORCHESTRATOR).strip().strip("()") or None
+            b.message("assistant", text, origin="agent", name=ORCHESTRATOR, agent=ORCHESTRATOR, index=i,
+                      x={"x-event": event} if event else None)
             return
         code = EXIT_RE.match(text)
         exit_code = int(code.group(1) or code.group(2)) if code else None

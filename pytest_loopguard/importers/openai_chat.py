@@ -5,11 +5,13 @@ tool step per `tool_calls[]` entry (parallel calls are one turn); a `role: tool`
 the call with its `tool_call_id` (a reused id pairs with the oldest call of that id still waiting);
 `system`/`developer` messages are system messages; `user` messages are a person's prompts (`origin: user`).
 A tool message whose text opens with `Error:` is a failed result (chat has no error flag; see
-`tool_result`). A log that ends with an assistant message asking for no call ends with a `done` step.
+`tool_result`); so is one opening with an OpenHands error text in a chat that calls OpenHands' tools.
+A log that ends with an assistant message asking for no call ends with a `done` step.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -23,6 +25,28 @@ __all__ = ["ChatImporter"]
 ORIGIN: Final = "openai-chat"
 ERROR_PREFIX: Final = "Error:"
 ROLES: Final = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+# A chat that calls these tools is the OpenHands SDK's (`file_editor`, `terminal`) or OpenHands V0's CodeAct
+# agent's (`str_replace_editor`, `execute_bash`): their tools report failures in the result text only.
+SDK_TOOLS: Final = frozenset({"file_editor", "terminal", "str_replace_editor", "execute_bash"})
+# what the SDK puts before an observation's text when its `is_error` is set (newer, then older versions)
+SDK_ERROR_HEADERS: Final = ("[An error occurred during execution.]", "Tool Execution Error.")
+# The texts a result opens with when an OpenHands tool failed (software-agent-sdk's file editor ToolErrors,
+# the agent's argument check, V0's `ERROR:` block); docs/import.md lists them.
+SDK_ERROR_MARKERS: Final = tuple(re.compile(p, re.S) for p in (
+    r"Ran into .+ while trying to (?:read|write to) ",
+    r"Invalid `[^`]+` parameter: ",
+    r"Parameter `[^`]+` is required for command: ",
+    r"No replacement was performed",
+    r"Unrecognized command \S+\. The allowed commands for ",
+    r"No edit history found for ",
+    r"File validation failed for ",
+    r"Failed to read image file ",
+    r"Cannot view .+: file contains binary content",
+    r"Operation '[^']+' is not allowed on file '",
+    r"Error validating args .+ for tool '",
+    r"ERROR:\n",
+))
+SDK_EXIT_RE: Final = re.compile(r"\[Command finished with exit code (-?\d+)\]\s*$")
 
 
 @dataclass(slots=True)
@@ -175,17 +199,51 @@ def _record_entries(rows: Sequence[tuple[int, Any]]) -> Iterator[_Entry]:
         yield _Entry(message, line, pointer, response, choice.get("finish_reason"))
 
 
-def tool_result(text: str) -> dict[str, Any]:
+def sdk_error(text: str) -> str | None:
+    """The OpenHands marker a tool result of the SDK's tools opens with, or None: the SDK sends the model
+    its observation's text only, so a log of the chat it sent marks a failure in the text alone."""
+    body = text.lstrip()
+    for header in SDK_ERROR_HEADERS:
+        if body.startswith(header):
+            return header
+    for marker in SDK_ERROR_MARKERS:
+        if marker.match(body):
+            return marker.pattern
+    return None
+
+
+def tool_result(text: str, *, sdk: bool = False) -> dict[str, Any]:
     """A tool message's result. Chat has no error flag; a text opening with `Error:` is how tau-bench and
-    most hand-written tool loops report an exception (`f"Error: {e}"`), so such a result is a failure."""
+    most hand-written tool loops report an exception (`f"Error: {e}"`), so such a result is a failure. In a
+    log of the OpenHands SDK's tools (`sdk`), its own error texts (SDK_ERROR_MARKERS) are failures too, and
+    the terminal's closing `[Command finished with exit code N]` is the exit code."""
     if text.lstrip().startswith(ERROR_PREFIX):
         return {"error": text, "x-error-inferred": f"text starts with {ERROR_PREFIX!r}"}
+    if sdk:
+        marker = sdk_error(text)
+        if marker is not None:
+            return {"error": text, "x-error-inferred": f"OpenHands error text: {marker}"}
+        code = SDK_EXIT_RE.search(text)
+        if code and int(code.group(1)) != -1:  # -1: still running at the soft timeout, not an exit
+            return {"text": text, "exit_code": int(code.group(1))}
     return {"text": text}
+
+
+def _is_sdk_log(items: Sequence[_Entry]) -> bool:
+    """A chat whose model calls the OpenHands tools (the SDK's `file_editor`/`terminal`, V0's CodeAct names)."""
+    for entry in items:
+        m = entry.message
+        if isinstance(m, Mapping) and m.get("role", "assistant" if entry.response else None) == "assistant":
+            for call in list_at(m, "tool_calls"):
+                if isinstance(call, Mapping) and mapping_at(call, "function").get("name") in SDK_TOOLS:
+                    return True
+    return False
 
 
 def _convert(entries: Iterable[_Entry], file: str, run_id: str, doc: Any) -> ImportedRun:
     builder = RunBuilder(file, run_id, fmt=ORIGIN)
     items = list(entries)
+    sdk = _is_sdk_log(items)
     for position, entry in enumerate(items):
         m = entry.message
         if not isinstance(m, Mapping):
@@ -204,7 +262,7 @@ def _convert(entries: Iterable[_Entry], file: str, run_id: str, doc: Any) -> Imp
         elif role in ("tool", "function"):
             call_id = m.get("tool_call_id") if role == "tool" else None
             text = builder.text(m.get("content"), where, "a tool result")
-            builder.result(call_id if isinstance(call_id, str) else None, tool_result(text), at=where)
+            builder.result(call_id if isinstance(call_id, str) else None, tool_result(text, sdk=sdk), at=where)
         else:
             builder.note(f"message with role {role!r}", where)
     if isinstance(doc, Mapping):

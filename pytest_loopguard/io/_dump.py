@@ -62,6 +62,10 @@ def step_to_mapping(step: Step) -> dict[str, Any]:
             out["args"] = dict(step.call.args)
         if step.result is not None:
             out["result"] = _result_to_mapping(step.result)
+        not_run = step.not_run
+        if not_run is not None:
+            out[not_run.how] = {"reason": not_run.reason, "by": not_run.by} if not_run.by is not None else {
+                "reason": not_run.reason}
     elif step.kind == "llm":
         out["llm"] = _llm_to_mapping(step.llm)
     elif step.kind == "phase":
@@ -81,6 +85,10 @@ def step_to_mapping(step: Step) -> dict[str, Any]:
         if step.rejected.llm is not None:
             rejected["llm"] = _llm_to_mapping(step.rejected.llm)
         out["rejected"] = rejected
+    elif step.kind == "compacted":
+        c = step.compacted
+        out["compacted"] = {k: v for k, v in (("trigger", c.trigger), ("tokens_before", c.tokens_before),
+                                              ("text", c.text)) if v is not None}
     elif step.kind == "done":
         done: dict[str, Any] = {}
         if step.done.success is not None:

@@ -33,7 +33,7 @@ from ..core._safeload import parse_json, plain_value
 from ..core._steps import _StepFields
 from ..errors import TraceError
 from ._read import parse_step_expect, read_step, step_source
-from ._spec import LLM_KEYS, RESULT_KEYS, STEP_COMMON_KEYS, STEP_KEYS
+from ._spec import LLM_KEYS, NOT_RUN_KEYS, RESULT_KEYS, STEP_COMMON_KEYS, STEP_KEYS
 
 __all__ = ["plain_step", "step_from_line"]
 
@@ -50,7 +50,8 @@ _JSON_SPACE: Final = " \t\n\r"  # JSON's whitespace (str.isspace takes more)
 # the keys read inline (a kind's own keys and `t`); the step's other keys go through `_common`, which knows
 # each of STEP_COMMON_KEYS (tests/io/test_spec.py proves it reads every one)
 _INLINE: Final = frozenset({"t"})
-_TOOL_KEYS: Final = STEP_KEYS["tool"] - set(STEP_COMMON_KEYS) | _INLINE
+# a call that never ran (`denied`, `cancelled`: rare) is left to the step reader, so the common line pays nothing
+_TOOL_KEYS: Final = STEP_KEYS["tool"] - set(STEP_COMMON_KEYS) - set(NOT_RUN_KEYS) | _INLINE
 _LLM_STEP_KEYS: Final = STEP_KEYS["llm"] - set(STEP_COMMON_KEYS) | _INLINE
 _RESULT_KEYS: Final = frozenset(RESULT_KEYS)
 _LLM_KEYS: Final = frozenset(LLM_KEYS)
@@ -267,7 +268,7 @@ def _llm_step(raw: dict[str, Any], index: int) -> Step | None:
 # model (the optional mypyc build) has native classes, which have no slots to share: their own constructors
 # build them, and are fast there.
 _COMMON_FIELDS: Final = ("index", "expect", "t", "line", "extensions", "agent", "source")
-_TOOL_FIELDS: Final = ("call", "result", "kind")
+_TOOL_FIELDS: Final = ("call", "result", "not_run", "kind")
 _LLM_STEP_FIELDS: Final = ("llm", "kind")
 _RESULT_FIELDS: Final = ("ok", "text", "error", "tokens", "bytes", "changed", "exit_code")
 _LLM_FIELDS: Final = ("input_tokens", "output_tokens", "error", "text")
@@ -304,6 +305,7 @@ class _ToolStepTwin(_TwinBase):  # type: ignore[misc]  # an Any base: see above
         self.index = index
         self.call = call
         self.result = result
+        self.not_run = None
         self.kind = "tool"
         self.expect = expect
         self.t = t

@@ -15,15 +15,20 @@ from typing import Any
 
 from ..core._limits import MAX_INT, MAX_SETTING, MAX_STEPS
 from ..core._model import (
+    DENIED_BY,
     ORIGINS,
     OUTCOMES,
     PHASES,
+    TRIGGERS,
+    CompactedStep,
+    Compaction,
     Done,
     DoneStep,
     LLMCall,
     LLMStep,
     Message,
     MessageStep,
+    NotRun,
     PhaseStep,
     Rejected,
     RejectedStep,
@@ -41,7 +46,10 @@ from ..errors import PolicyError, TraceError, brief
 from ._spec import (
     BUDGET_KEYS,
     BUDGET_MINIMUM,
+    CANCELLED_KEYS,
+    COMPACTED_KEYS,
     CONTEXT_KEYS,
+    DENIED_KEYS,
     DONE_KEYS,
     EXPECT_KEYS,
     LLM_KEYS,
@@ -210,7 +218,8 @@ def read_step(raw: Any, index: int) -> Step:
         except ValueError as exc:
             raise _fail(str(exc), "args", index) from None
         result = _result(s["result"], index) if s.get("result") is not None else None
-        return ToolStep(index, call, result, **common)
+        not_run = _not_run(s, index, result is not None) if "denied" in s or "cancelled" in s else None
+        return ToolStep(index, call, result, not_run, **common)
     if kind == "llm":
         return LLMStep(index, _llm(s["llm"], "llm", LLM_KEYS, index), **common)
     if kind == "rejected":
@@ -219,6 +228,8 @@ def read_step(raw: Any, index: int) -> Step:
         return PhaseStep(index, _choice(s["phase"], PHASES, "phase", index, "phase"), **common)
     if kind == "message":
         return MessageStep(index, _message(s["message"], index), **common)
+    if kind == "compacted":
+        return CompactedStep(index, _compacted(s["compacted"], index), **common)
     raw_done = s["done"]
     if raw_done is None or raw_done is True:
         raw_done = {}
@@ -249,6 +260,43 @@ def _rejected(raw: Any, step: int) -> Rejected:
     text = _str(r["text"], "rejected.text", step) if r.get("text") is not None else None
     llm = _llm(r["llm"], "rejected.llm", USAGE_KEYS, step) if r.get("llm") is not None else None
     return Rejected(reason, text, llm)
+
+
+def _not_run(s: Mapping[str, Any], step: int, has_result: bool) -> NotRun | None:
+    """Why a call never ran (`denied: {reason, by}` or `cancelled: {reason}`), checked against its other keys."""
+    denied, cancelled = s.get("denied"), s.get("cancelled")
+    if denied is None and cancelled is None:
+        return None
+    if denied is not None and cancelled is not None:
+        raise _fail("a call that never ran is denied or cancelled, not both", "cancelled", step)
+    how = "denied" if denied is not None else "cancelled"
+    if has_result:
+        raise _fail(f"a {how} call never ran: it has no result (drop 'result' or '{how}')", "result", step)
+    if how == "denied":
+        d = _mapping(denied, "denied", step)
+        _keys(d, DENIED_KEYS, "denied", step)
+        reason = _why(d, "denied", step)
+        by = _choice(d["by"], DENIED_BY, "denied.by", step, "'by' value") if d.get("by") is not None else None
+        return NotRun("denied", reason, by)  # type: ignore[arg-type]
+    c = _mapping(cancelled, "cancelled", step)
+    _keys(c, CANCELLED_KEYS, "cancelled", step)
+    return NotRun("cancelled", _why(c, "cancelled", step))
+
+
+def _why(m: Mapping[str, Any], field: str, step: int) -> str:
+    if m.get("reason") is None:
+        raise _fail("missing 'reason' (why the call never ran)", f"{field}.reason", step)
+    return _str(m["reason"], f"{field}.reason", step, empty=False)
+
+
+def _compacted(raw: Any, step: int) -> Compaction:
+    c = _mapping(raw if raw is not None else {}, "compacted", step)
+    _keys(c, COMPACTED_KEYS, "compacted", step)
+    trigger = _choice(c["trigger"], TRIGGERS, "compacted.trigger", step, "trigger") if c.get(
+        "trigger") is not None else None
+    tokens = _opt_int(c, "tokens_before", "compacted.tokens_before", step)
+    text = _str(c["text"], "compacted.text", step) if c.get("text") is not None else None
+    return Compaction(trigger, tokens, text)  # type: ignore[arg-type]
 
 
 def _message(raw: Any, step: int) -> Message:

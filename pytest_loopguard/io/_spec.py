@@ -16,13 +16,17 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from ..core._limits import MAX_INT, MAX_SETTING, MAX_STEPS
-from ..core._model import ACTIONS, ORIGINS, OUTCOMES, PHASES
+from ..core._model import ACTIONS, DENIED_BY, NOT_RUN_HOWS, ORIGINS, OUTCOMES, PHASES, TRIGGERS
+from ..core._model import STEP_KINDS as _STEP_KINDS
 from ..errors import TraceError
 
 __all__ = [
     "BUDGET_KEYS",
     "BUDGET_MINIMUM",
+    "CANCELLED_KEYS",
+    "COMPACTED_KEYS",
     "CONTEXT_KEYS",
+    "DENIED_KEYS",
     "DONE_KEYS",
     "EXPECT_KEYS",
     "HEADER_KEYS",
@@ -31,6 +35,7 @@ __all__ = [
     "MODES",
     "NAMED_ORIGIN",
     "NAME_FORBIDDEN",
+    "NOT_RUN_KEYS",
     "ORIGIN_ROLES",
     "REJECTED_KEYS",
     "RESULT_KEYS",
@@ -180,6 +185,19 @@ REJECTED: Final = Shape("rejected", (
     _text("text"),
     Field("llm", ref="usage"),
 ))
+# a call that never ran (on a tool step, instead of `result`): refused by a person or a permission rule, or
+# cancelled because another call of its batch failed first
+DENIED: Final = Shape("denied", (
+    _text("reason", required=True, nullable=False, non_empty=True),
+    Field("by", choices=DENIED_BY, description="who denied the call: a person (user) or a permission rule"),
+))
+CANCELLED: Final = Shape("cancelled", (_text("reason", required=True, nullable=False, non_empty=True),))
+# the log's own compaction event: where the real agent compacted its context
+COMPACTED: Final = Shape("compacted", (
+    Field("trigger", choices=TRIGGERS),
+    _count("tokens_before", description="the context's size before, in tokens"),
+    _text("text", description="the summary that replaced the context"),
+))
 STEP_EXPECT: Final = Shape("stepExpect", (
     Field("action", choices=STEP_ACTIONS, required=True, nullable=False),
     _text("engine", non_empty=True),
@@ -202,20 +220,33 @@ STEP_SOURCE: Final = Shape("stepSource", (
 STEP_KINDS: Final[Mapping[str, tuple[Field, ...]]] = MappingProxyType({
     "tool": (_text("tool", nullable=False, non_empty=True, forbid=("\x1f",)),
              Field("args", ("object",)),
-             Field("result", ref="result")),
+             Field("result", ref="result"),
+             Field("denied", ref="denied"),
+             Field("cancelled", ref="cancelled")),
     "llm": (Field("llm", ref="llm"),),
     "phase": (Field("phase", choices=PHASES, nullable=False),),
     "message": (Field("message", ref="message", nullable=False),),
     "done": (Field("done", ref="done", true_ok=True),),
     "rejected": (Field("rejected", ref="rejected", nullable=False),),
+    "compacted": (Field("compacted", ref="compacted"),),
 })
+assert tuple(STEP_KINDS) == _STEP_KINDS
+NOT_RUN_KEYS: Final = NOT_RUN_HOWS  # the tool step's keys of a call that never ran: at most one, never with a result
+
+
+def _both(a: str, b: str) -> dict[str, Any]:
+    """Both keys written with a value (a null reads as absent)."""
+    return {"required": [a, b], "properties": {a: {"type": "object"}, b: {"type": "object"}}}
 STEP_COMMON: Final = (
     Field("expect", choices=STEP_ACTIONS, ref="stepExpect"),
     _count("t", maximum=MAX_INT),
     _text("agent", non_empty=True),
     Field("source", ref="stepSource"),
 )
-STEP: Final = Shape("step", (*(f for fields in STEP_KINDS.values() for f in fields), *STEP_COMMON))
+STEP: Final = Shape("step", (*(f for fields in STEP_KINDS.values() for f in fields), *STEP_COMMON), rules=(
+    # a call that never ran is denied or cancelled, not both, and has no result
+    {"not": {"anyOf": [_both(*NOT_RUN_KEYS), *(_both(how, "result") for how in NOT_RUN_KEYS)]}},
+))
 TRACE: Final = Shape("trace", (
     Field("loopguard", const=1, required=True, nullable=False, header=True, description="The format version."),
     _text("name", required=True, nullable=False, non_empty=True, forbid=NAME_FORBIDDEN, header=True,
@@ -241,8 +272,8 @@ TRACE: Final = Shape("trace", (
      "then": {"required": ["steps"], "properties": {"steps": {"type": "array"}}}},
 ))
 SHAPES: Final[Mapping[str, Shape]] = MappingProxyType({s.name: s for s in (
-    TRACE, TASK, BUDGET, SOURCE, CONTEXT, STEP, RESULT, LLM, USAGE, MESSAGE, DONE, REJECTED, STEP_EXPECT,
-    RUN_EXPECT, STEP_SOURCE)})
+    TRACE, TASK, BUDGET, SOURCE, CONTEXT, STEP, RESULT, LLM, USAGE, MESSAGE, DONE, REJECTED, DENIED, CANCELLED,
+    COMPACTED, STEP_EXPECT, RUN_EXPECT, STEP_SOURCE)})
 
 # ---- the key lists the readers check against, derived from the shapes above ----------------------------
 TOP_KEYS: Final = TRACE.keys
@@ -257,6 +288,9 @@ USAGE_KEYS: Final = USAGE.keys
 MESSAGE_KEYS: Final = MESSAGE.keys
 DONE_KEYS: Final = DONE.keys
 REJECTED_KEYS: Final = REJECTED.keys
+DENIED_KEYS: Final = DENIED.keys
+CANCELLED_KEYS: Final = CANCELLED.keys
+COMPACTED_KEYS: Final = COMPACTED.keys
 EXPECT_KEYS: Final = STEP_EXPECT.keys
 RUN_EXPECT_KEYS: Final = RUN_EXPECT.keys
 STEP_SOURCE_KEYS: Final = STEP_SOURCE.keys

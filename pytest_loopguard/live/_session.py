@@ -14,6 +14,8 @@
                 result = run_tool(call) if decision.runs else None
                 reply = session.after_call(call, result)
                 send(reply.content)                    # the result with warnings, or the block as an error
+                # or, when the person or a permission rule refused the call the policy allowed:
+                # session.not_run(call, "denied", "the user refused", by="user")
 
 The session feeds its events to the run protocol (`runtime._protocol.Run`), the one object that also
 replays the steps it records, so the recording replays to the verdicts the live run was given. That needs
@@ -32,12 +34,17 @@ from types import TracebackType
 from typing import Any, Literal, final
 
 from ..core._model import (
+    DENIED_BY,
     NOT_REACHED,
+    NOT_RUN_HOWS,
     ORIGINS,
     PHASES,
+    TRIGGERS,
+    Compaction,
     Done,
     LLMCall,
     Message,
+    NotRun,
     Origin,
     Outcome,
     Rejected,
@@ -346,6 +353,41 @@ class Session:
                 shown = body + shown[len(redacted_body):]
         return ToolReply(decision, shown, not ran or (recorded is not None and not recorded.ok))
 
+    def not_run(self, call: ToolCall, how: Literal["denied", "cancelled"], reason: str, *,
+                by: Literal["user", "rule"] | None = None) -> Decision:
+        """Report, instead of `after_call`, a call that never ran although the policy did not block it: a person
+        (`by="user"`) or a permission rule (`by="rule"`) `denied` it, or it was `cancelled` (another call of its
+        batch failed first). The policy counted it before the call as any call the agent made; it is not a
+        failure and has no result. Recorded as the call with `denied` / `cancelled`; the step's verdicts."""
+        if how not in NOT_RUN_HOWS:
+            raise ValueError(f"unknown way a call never ran {how!r}; expected one of {', '.join(NOT_RUN_HOWS)}")
+        if by is not None and (how != "denied" or by not in DENIED_BY):
+            raise ValueError(f"`by` names who denied a call: one of {', '.join(DENIED_BY)}, on a denied call only")
+        if not reason:
+            raise ValueError("a call that never ran needs a reason (e.g. 'the user refused')")
+        pending = self._pending
+        if pending is None or pending.call != call:
+            raise SessionError(f"not_run for {call.short()} without its before_call")
+        self._pending = None
+        run = self._run
+        # a call the policy blocked (or whose turn's start ended the run) is a blocked call, as in replay
+        verdicts = run.not_run(pending.guarded, len(self._steps))
+        self._write(verdicts, "tool", call=pending.guarded, not_run=NotRun(how, self._text(reason), by), t=pending.t)
+        return Decision(combine(verdicts), verdicts)
+
+    def compacted(self, trigger: Literal["auto", "manual"] | None = None, tokens_before: int | None = None,
+                  text: str | None = None) -> None:
+        """The agent compacted its own context here (`trigger` auto or manual; `tokens_before` the context's size
+        before; `text` the summary): recorded for reports, heard by no engine, and no turn ends."""
+        if trigger is not None and trigger not in TRIGGERS:
+            raise ValueError(f"unknown trigger {trigger!r}; expected one of {', '.join(TRIGGERS)}")
+        if tokens_before is not None and (isinstance(tokens_before, bool) or not isinstance(tokens_before, int)
+                                          or tokens_before < 0):
+            raise ValueError(f"tokens_before is a count of tokens (an integer ≥ 0), got {tokens_before!r}")
+        self._check("compacted")
+        t = self._tick()
+        self._write((), "compacted", compacted=Compaction(trigger, tokens_before, self._opt_text(text)), t=t)
+
     # ---- a recorded run, fed live --------------------------------------------------------------------------
     def feed(self, steps: Sequence[Step]) -> None:
         """Report recorded steps as a live agent would, honouring each decision: a blocked call's result
@@ -369,7 +411,10 @@ class Session:
         if step.call is not None:
             changed = step.result is not None and step.result.changed
             decision = self.before_call(step.call, changed=changed)
-            self.after_call(step.call, step.result if decision.runs else None)
+            if step.not_run is not None:
+                self.not_run(step.call, step.not_run.how, step.not_run.reason, by=step.not_run.by)
+            else:
+                self.after_call(step.call, step.result if decision.runs else None)
         elif step.llm is not None:
             self.before_llm(step.llm.input_tokens)
             self.llm_result(step.llm, () if step.llm.failed else calls)
@@ -382,6 +427,9 @@ class Session:
             self.rejected(step.rejected.reason, step.rejected.text, llm)
         elif step.done is not None:
             self.done(step.done.success, step.done.text)
+        elif step.compacted is not None:
+            c = step.compacted
+            self.compacted(c.trigger, c.tokens_before, c.text)
 
     # ---- the end --------------------------------------------------------------------------------------
     def done(self, success: bool | None = None, text: str = "") -> Decision:

@@ -26,12 +26,15 @@ from hypothesis.strategies import DrawFn, SearchStrategy
 from ..core._model import (
     OUTCOMES,
     PHASES,
+    CompactedStep,
+    Compaction,
     Done,
     DoneStep,
     LLMCall,
     LLMStep,
     Message,
     MessageStep,
+    NotRun,
     PhaseStep,
     Rejected,
     RejectedStep,
@@ -475,6 +478,13 @@ def _with_step_additions(step: SearchStrategy[Step]) -> SearchStrategy[Step]:
     )
 
 
+def _not_runs(text: SearchStrategy[str]) -> SearchStrategy[NotRun]:
+    """Why a call never ran: denied (by a person, a rule, or no one named) or cancelled."""
+    reasons = text.filter(bool)
+    return (st.builds(NotRun, st.just("denied"), reasons, st.none() | st.sampled_from(("user", "rule")))
+            | st.builds(NotRun, st.just("cancelled"), reasons))
+
+
 def steps(
     *,
     kinds: Sequence[str] = ("tool", "llm", "phase", "message", "done"),
@@ -484,8 +494,9 @@ def steps(
 ) -> SearchStrategy[Step]:
     """One step of any of `kinds` (index 0: `build_trace` numbers them), optionally with an `expect`.
 
-    `kinds` may include `rejected`. `additions=True` also draws the fields real runs carry: exit codes,
-    message origins, and each step's `agent` and `source`; without it the draws are those of before.
+    `kinds` may include `rejected` and `compacted`. `additions=True` also draws the fields real runs carry:
+    exit codes, message origins, calls that never ran (denied, cancelled), and each step's `agent` and
+    `source`; without it the draws are those of before.
     """
     text = _text(20) if unicode else _WORDS
     expects = _step_expects() if expectations else st.none()
@@ -495,10 +506,17 @@ def steps(
                       output_tokens=st.none() | st.integers(0, 10**4))
     by_kind: dict[str, SearchStrategy[Step]] = {
         "tool": st.builds(
-            lambda call, result, expect, t: ToolStep(0, call, result, expect=expect, t=t),
+            lambda call, outcome, expect, t: ToolStep(0, call, *outcome, expect=expect, t=t),
             tool_calls(args=arguments(unicode=unicode)),
-            results,
+            results.map(lambda r: (r, None)) | _not_runs(text).map(lambda n: (None, n)) if additions
+            else results.map(lambda r: (r, None)),
             expects,
+            times,
+        ),
+        "compacted": st.builds(
+            lambda compaction, t: CompactedStep(0, compaction, t=t),
+            st.builds(Compaction, st.none() | st.sampled_from(("auto", "manual")),
+                      st.none() | st.integers(0, 10**6), st.none() | text),
             times,
         ),
         "rejected": st.builds(

@@ -19,7 +19,7 @@ from ..core._model import ReplayResult, plain
 from ._rule_coverage import coverage_fields, rule_coverage
 from ._tables import CALL_WIDTH, json_entry, mismatch_table
 
-__all__ = ["REPORT_SCHEMA", "by_trace", "meta_text", "report_document", "report_entry"]
+__all__ = ["REPORT_SCHEMA", "by_trace", "log_events", "meta_text", "report_document", "report_entry"]
 
 REPORT_SCHEMA: Final = 2  # version 1 was the bare JSON list of entries
 
@@ -30,18 +30,32 @@ def report_entry(result: ReplayResult, mismatches: Sequence[Mismatch], engines: 
     steps: list[dict[str, Any]] = []
     for step, got in zip(result.trace.steps, result.steps, strict=True):
         decider = next((v for v in got.verdicts if v.action == got.action), None)
-        steps.append({
+        row: dict[str, Any] = {
             "index": got.index,
             "label": step.label(CALL_WIDTH),
             "action": plain(got.action),
             "reason": decider.reason if decider is not None else None,
-        })
+        }
+        # what no verdict says: a call that never ran, the real agent's own compaction
+        if step.not_run is not None:
+            row["not_run"] = step.not_run.how
+        elif step.kind == "compacted":
+            row["compacted"] = True
+        steps.append(row)
     entry["steps"] = steps
     entry["mismatches"] = [str(m) for m in mismatches]
     if mismatches:
         entry["mismatch_table"] = mismatch_table(result, list(mismatches))
     entry.update(coverage_fields(engines, result))
     return entry
+
+
+def log_events(entry: Mapping[str, Any], limit: int = 20) -> list[str]:
+    """The steps of an entry that no verdict explains, as the log had them: `step 3: denied by user: bash {...}`,
+    `step 9: compacted (auto, 155,000 tokens)` (at most `limit`, then how many more)."""
+    found = [f"step {s.get('index')}: {s.get('label')}" for s in entry.get("steps", [])
+             if s.get("not_run") or s.get("compacted")]
+    return found if len(found) <= limit else [*found[:limit], f"… and {len(found) - limit} more"]
 
 
 def meta_text(value: Any) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any, Final
 
-from ._document import by_trace, meta_text
+from ._document import by_trace, log_events, meta_text
 from ._svg import ACTION_COLOURS, timeline_svg
 from ._tables import SUMMARY_ACTIONS
 
@@ -58,6 +58,9 @@ def _trace_section(key: tuple[str, str], entries: Sequence[Mapping[str, Any]]) -
         f"<p><code>{escape(file)}</code></p>",
         timeline_svg([(str(e.get("policy")), e.get("steps", [])) for e in entries]),
     ]
+    events = log_events(entries[0])  # calls that never ran, the agent's own compactions: the same under each policy
+    if events:
+        parts.append(f'<p class="events">{escape("; ".join(events))}</p>')
     rows = []
     for e in entries:
         counts = e.get("counts", {})

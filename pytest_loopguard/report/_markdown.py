@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
-from ._document import by_trace, meta_text
+from ._document import by_trace, log_events, meta_text
 from ._svg import ACTION_LETTERS
 
 __all__ = ["md_table", "render_markdown", "strip"]
@@ -23,9 +23,18 @@ def md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+_COMPACTED: Final = "|"  # where the real agent compacted its context (a step no engine hears)
+
+
 def strip(steps: Sequence[Mapping[str, Any]]) -> str:
-    """A timeline in one character per step (`.` allow, `w` warn, `B` block, `S` stop, `-` not reached …)."""
-    return "".join(ACTION_LETTERS.get(str(s.get("action")), "?") for s in steps)
+    """A timeline in one character per step (`.` allow, `w` warn, `B` block, `S` stop, `-` not reached …; `|`
+    where the real agent compacted its context)."""
+    return "".join(_COMPACTED if s.get("compacted") and s.get("action") != "not_reached"
+                   else ACTION_LETTERS.get(str(s.get("action")), "?") for s in steps)
+
+
+def _compacts(document: Mapping[str, Any]) -> bool:
+    return any(s.get("compacted") for e in document.get("traces", []) for s in e.get("steps", []))
 
 
 def render_markdown(document: Mapping[str, Any]) -> str:
@@ -39,7 +48,8 @@ def render_markdown(document: Mapping[str, Any]) -> str:
         "",
         "## Traces",
         "",
-        "Timeline: one character per step — " + ", ".join(f"`{c}` {a}" for a, c in ACTION_LETTERS.items()) + ".",
+        "Timeline: one character per step — " + ", ".join(f"`{c}` {a}" for a, c in ACTION_LETTERS.items())
+        + (f", `{_COMPACTED}` the agent compacted its context" if _compacts(document) else "") + ".",
         "",
     ]
     rows = []
@@ -50,6 +60,14 @@ def render_markdown(document: Mapping[str, Any]) -> str:
                 "ok" if e.get("passed") else "**mismatch**",
             ])
     out += [md_table(["trace", "file", "policy", "outcome", "timeline", "status"], rows), ""]
+    # calls that never ran and the agent's own compactions, once per trace (every policy replays the same steps)
+    noted = [(trace, events) for (_file, trace), entries in by_trace(document.get("traces", []))
+             if (events := log_events(entries[0]))]
+    if noted:
+        out += ["## Calls that never ran, compactions", ""]
+        for trace, events in noted:
+            out += [f"- **{_cell(trace)}**: " + "; ".join(_cell(e) for e in events)]
+        out.append("")
     failed = [e for e in document.get("traces", []) if e.get("mismatch_table")]
     if failed:
         out += ["## Mismatches", ""]

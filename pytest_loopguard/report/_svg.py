@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any, Final
 
-__all__ = ["ACTION_COLOURS", "ACTION_LETTERS", "timeline_svg"]
+__all__ = ["ACTION_COLOURS", "ACTION_LETTERS", "COMPACTED_COLOUR", "timeline_svg"]
 
 # Calm for allow, warm for warnings, strong for what stops the agent; grey for steps the run never reached.
 ACTION_COLOURS: Final[Mapping[str, str]] = {
@@ -36,11 +36,19 @@ ACTION_LETTERS: Final[Mapping[str, str]] = {
     "fail": "F",
     "not_reached": "-",
 }
+COMPACTED_COLOUR: Final = "#333333"
 LABEL_WIDTH: Final = 150
 ROW_HEIGHT: Final = 22
 MARK_HEIGHT: Final = 16
 MAX_WIDTH: Final = 900  # marks shrink (down to 3 px) so long traces still fit one screen
 TOP: Final = 18  # room for the step ruler
+
+
+def _kind(step: Mapping[str, Any]) -> str:
+    """` data-not-run="denied"` / ` data-compacted="true"` on the marks of steps no verdict explains."""
+    if step.get("not_run"):
+        return f' data-not-run="{escape(str(step["not_run"]), quote=True)}"'
+    return ' data-compacted="true"' if step.get("compacted") else ""
 
 
 def _mark_width(steps: int) -> float:
@@ -71,13 +79,16 @@ def timeline_svg(rows: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -> str
         parts.append(f'<g class="row" data-policy="{escape(policy, quote=True)}">')
         for position, step in enumerate(steps):
             action = str(step.get("action", "allow"))
-            colour = ACTION_COLOURS.get(action, "#999999")
+            # the real agent's own compaction: a dark bar, whatever the (empty) verdicts say
+            colour = (COMPACTED_COLOUR if step.get("compacted") and action != "not_reached"
+                      else ACTION_COLOURS.get(action, "#999999"))
             reason = step.get("reason")
             tip = f"step {step.get('index')}: {step.get('label', '')} — {action}" + (f" ({reason})" if reason else "")
             x = LABEL_WIDTH + position * w
             parts.append(
                 f'<rect class="mark" x="{x:.1f}" y="{y}" width="{max(w - 1, 2):.1f}" height="{MARK_HEIGHT}" '
-                f'fill="{colour}" data-step="{step.get("index")}" data-action="{escape(action, quote=True)}" '
+                f'fill="{colour}" data-step="{step.get("index")}" data-action="{escape(action, quote=True)}"'
+                f'{_kind(step)} '
                 f'data-policy="{escape(policy, quote=True)}"><title>{escape(tip)}</title></rect>'
             )
         parts.append("</g>")

@@ -265,6 +265,14 @@ class Guard:
             record(last)
         return decision
 
+    def not_run(self, call: ToolCall) -> None:
+        """Report a call the engines allowed that never ran (denied by a person or a permission rule, or
+        cancelled): no engine hears of it after the call and nothing of it enters the prompt view; its turn
+        counts it as a call without a result, as it counts a blocked one."""
+        turn = self.run.turn
+        if turn is not None:
+            turn.results.append(None)
+
     @property
     def shown(self) -> str:
         """What the agent sees of the last call: the block message as an error, or the result with any

@@ -21,9 +21,12 @@ the guard protocol over a pipe, version 1; one `Run` method per step kind):
                                                     start that stops or fails the run skips the rest
                     (the call runs only when allowed or warned)
                                          AFTER      after_call(result; null and blocked when it did not run)
+                                                    — none for a call the engines allowed that never ran
+                                                    (denied or cancelled: `not_run`)
     message      message(msg, i)                    message
     phase        phase(p, i)                        phase
     done         done(done, i)                      done
+    compacted    (none)                             none: the log's own compaction event reaches no engine
     (the end)    finish(max_turns) / close()        turn_end — unless the run already ended
 
 A recorded step is fed WHOLE (both stages at once). Verdicts land on the step `i` whose events drew them. A
@@ -162,11 +165,16 @@ class Run:
 
     # ---- tool calls -----------------------------------------------------------------------------------
     def call(self, call: ToolCall, changed: bool, opens: Sequence[ToolCall] | None, result: ToolResult | None,
-             index: int | None, stage: int = WHOLE) -> tuple[Verdict, ...]:
+             index: int | None, stage: int = WHOLE, not_run: bool = False) -> tuple[Verdict, ...]:
         """A tool call's events. BEFORE: up to the decision whether it runs (allow or warn: see `before`);
         `changed`: its file changed outside the agent; `opens`: the calls of the turn it starts (None: it is
         in the current turn). AFTER: what it gave (`result`), fed only if it ran; a call of kind `done` that
-        ran completes the run. WHOLE: both, for a recorded call. The verdicts so far (the step's after AFTER)."""
+        ran completes the run. WHOLE: both, for a recorded call. The verdicts so far (the step's after AFTER).
+
+        `not_run`: the call never ran although the engines may have allowed it (a person or a permission rule
+        denied it, or its batch was cancelled). The engines counted it before the call, as any call the agent
+        made; if they blocked it, it is a blocked call; otherwise no engine hears of it after the call (no
+        result, not a failure, nothing in the prompt view) and the step's verdicts are those before it."""
         guard = self.guard
         if stage & 1:  # BEFORE
             opened: tuple[Verdict, ...] = ()
@@ -190,7 +198,12 @@ class Run:
             before = maybe
         action = before.action
         ran = action in RUNS
-        verdicts = guard.after_call(call, (result or OK) if ran else None, before).verdicts
+        if not_run and ran:
+            guard.not_run(call)
+            verdicts = before.verdicts
+            ran = False
+        else:
+            verdicts = guard.after_call(call, (result or OK) if ran else None, before).verdicts
         if opened:
             verdicts = opened + verdicts
         if verdicts:
@@ -211,6 +224,10 @@ class Run:
     def after_call(self, call: ToolCall, result: ToolResult | None, index: int | None) -> tuple[Verdict, ...]:
         """`call`'s AFTER stage: the step's verdicts."""
         return self.call(call, False, None, result, index, AFTER)
+
+    def not_run(self, call: ToolCall, index: int | None) -> tuple[Verdict, ...]:
+        """`call`'s AFTER stage for a call that never ran (denied or cancelled): the step's verdicts."""
+        return self.call(call, False, None, None, index, AFTER, True)
 
     # ---- other events ---------------------------------------------------------------------------------
     def message(self, message: Message, index: int | None) -> tuple[Verdict, ...]:
@@ -242,7 +259,8 @@ class Run:
         if step.kind == "tool":
             recorded = step.result
             # engines learn only what is known before a call runs: whether the file changed outside
-            return self.call(step.call, recorded is not None and recorded.changed, calls, recorded, step.index)
+            return self.call(step.call, recorded is not None and recorded.changed, calls, recorded, step.index,
+                             WHOLE, step.not_run is not None)
         if step.kind == "llm":
             return self.model(step.llm, calls or (), step.index)
         if step.kind == "phase":
@@ -251,6 +269,8 @@ class Run:
             return self.message(step.message, step.index)
         if step.kind == "rejected":
             return self.rejected(step.rejected, step.index)
+        if step.kind == "compacted":
+            return ()  # the real agent's own compaction: recorded for reports, heard by no engine
         return self.done(step.done, step.index)
 
     def feed_all(self, steps: Sequence[Step]) -> tuple[list[StepAction], dict[int, tuple[Verdict, ...]]]:
@@ -270,7 +290,11 @@ class Run:
                     clock.now_ms = t
                 index = step.index
                 recorded = step.result
-                got = tool_call(step.call, recorded is not None and recorded.changed, planned(index), recorded, index)
+                if step.not_run is None:
+                    got = tool_call(step.call, recorded is not None and recorded.changed, planned(index), recorded,
+                                    index)
+                else:
+                    got = tool_call(step.call, False, planned(index), None, index, WHOLE, True)
             elif step.kind == "llm":
                 t = step.t
                 if t is not None and t > clock.now_ms:

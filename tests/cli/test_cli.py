@@ -115,7 +115,7 @@ def test_run_reports_every_bad_file_and_exits_2(tmp_path: Path, capsys: pytest.C
     errors = [line for line in err.splitlines() if line.startswith("loopguard: error:")]
     assert errors == [
         f"loopguard: error: {step}:5: step 0: field 'argz': unknown key 'argz'; "
-        "expected one of agent, args, expect, result, source, t, tool",
+        "expected one of agent, args, cancelled, denied, expect, result, source, t, tool",
     ]
     # without a top-level `loopguard` key a file in a folder is no trace at all: skipped, and said so
     assert f"loopguard: skipped: {version} is not a trace (no top-level 'loopguard' key): skipped" in err.splitlines()
@@ -233,7 +233,7 @@ def test_replay_of_a_malformed_file_is_one_line(tmp_path: Path, capsys: pytest.C
     status, out, err = run(capsys, "replay", str(path))
     assert status == 2 and out == ""
     assert err.strip() == (f"loopguard: error: {path}:5: step 0: field 'argz': unknown key 'argz'; "
-                           "expected one of agent, args, expect, result, source, t, tool")
+                           "expected one of agent, args, cancelled, denied, expect, result, source, t, tool")
 
 
 # ---- validate ----------------------------------------------------------------------------------------

@@ -18,12 +18,15 @@ from pytest_loopguard import strategies as lgst
 from pytest_loopguard.core._model import (
     STEP_CLASSES,
     STEP_KINDS,
+    CompactedStep,
+    Compaction,
     Done,
     DoneStep,
     LLMCall,
     LLMStep,
     Message,
     MessageStep,
+    NotRun,
     PhaseStep,
     Rejected,
     RejectedStep,
@@ -45,8 +48,9 @@ PAYLOADS: dict[str, tuple[type, tuple[str, ...]]] = {
     "message": (MessageStep, ("message",)),
     "done": (DoneStep, ("done",)),
     "rejected": (RejectedStep, ("rejected",)),
+    "compacted": (CompactedStep, ("compacted",)),
 }
-ALL_PAYLOADS = ("call", "result", "llm", "phase", "message", "done", "rejected")
+ALL_PAYLOADS = ("call", "result", "llm", "phase", "message", "done", "rejected", "compacted")
 
 
 def one_of_each() -> list[Step]:
@@ -62,7 +66,12 @@ def one_of_each() -> list[Step]:
         PhaseStep(5, "verify", **common),
         RejectedStep(6, Rejected("no_tool_call", "I think", LLMCall(10, 2)), **common),
         LLMStep(7, LLMCall(error="rate limit")),
-        DoneStep(8, Done(True, "fixed"), **common),
+        ToolStep(8, ToolCall.of("run", {"cmd": "rm -rf /"}), not_run=NotRun("denied", "user refused", "user"),
+                 **common),
+        ToolStep(9, ToolCall.of("run", {"cmd": "ls"}), not_run=NotRun("cancelled", "sibling failed")),
+        CompactedStep(10, Compaction("auto", 155_000, "the summary"), **common),
+        CompactedStep(11, Compaction()),
+        DoneStep(12, Done(True, "fixed"), **common),
     ]
 
 
@@ -84,7 +93,8 @@ def test_each_kind_has_its_own_class_whose_payload_is_required_and_never_none(ki
 
 def test_a_step_reads_none_for_other_kinds_payloads_and_cannot_be_given_one() -> None:
     step = ToolStep(0, ToolCall.of("ls"))
-    assert (step.llm, step.phase, step.message, step.done, step.rejected) == (None,) * 5
+    assert (step.llm, step.phase, step.message, step.done, step.rejected, step.compacted) == (None,) * 6
+    assert step.not_run is None and LLMStep(0, LLMCall()).not_run is None
     assert step.outcome == ToolResult() and step.result is None
     llm = LLMStep(1, LLMCall(1, 2))
     assert (llm.call, llm.result) == (None, None)
@@ -118,8 +128,12 @@ def test_the_one_class_constructor_builds_the_class_of_its_kind() -> None:
         Step(4, "message", message=Message("user", "hi")),
         Step(5, "done", done=Done()),
         Step(6, "rejected", rejected=Rejected("empty")),
+        Step(7, "compacted", compacted=Compaction("manual")),
+        Step(8, "tool", call=call, not_run=NotRun("denied", "no")),
     ]
-    assert [type(s) for s in built] == [ToolStep, ToolStep, LLMStep, PhaseStep, MessageStep, DoneStep, RejectedStep]
+    assert [type(s) for s in built] == [ToolStep, ToolStep, LLMStep, PhaseStep, MessageStep, DoneStep, RejectedStep,
+                                        CompactedStep, ToolStep]
+    assert built[8].not_run == NotRun("denied", "no") and built[8].result is None
     assert as_tuple(built[0]) == as_tuple(ToolStep(0, call, ToolResult(), t=1))
     assert all(isinstance(s, Step) for s in built) and issubclass(DoneStep, Step)
     assert not isinstance(call, Step) and not issubclass(ToolCall, Step)
@@ -130,6 +144,10 @@ def test_the_one_class_constructor_builds_the_class_of_its_kind() -> None:
         Step(0, "tool")
     with pytest.raises(ValueError, match="unknown step kind 'thought'"):
         make_step(0, "thought")
+    with pytest.raises(TypeError, match=r"never ran \(denied\) has no `result`"):
+        make_step(0, "tool", call=call, result=ToolResult(), not_run=NotRun("denied", "no"))
+    with pytest.raises(TypeError, match="takes `compacted`, not not_run"):
+        make_step(0, "compacted", compacted=Compaction(), not_run=NotRun("cancelled", "x"))
 
 
 def test_steps_pickle_replace_and_compare_by_identity() -> None:

@@ -40,10 +40,30 @@ def test_built_in_locators_cover_shell_editor_and_file_tools() -> None:
     assert target("read_file", path="a.py").targets == ("a.py",)
 
 
+def test_the_coding_agents_tools_are_located_by_their_own_argument_names() -> None:
+    # Claude Code, Codex CLI, Gemini CLI, Cline and aider, with the argument names their logs hold
+    commit = target("Bash", command='git add -A && git commit -m "feat: x"')
+    assert commit.verb == "git add"  # the key the failure tracker counts the rejected commits under
+    assert target("exec_command", cmd="sed -n '1,5p' src/m.rs").targets == ("src/m.rs",)
+    assert target("execute_command", command="cat a.py").targets == ("a.py",)
+    # Codex's older `shell` tool takes an argv: the line after `bash -lc`, any other argv joined
+    assert target("shell", command=["bash", "-lc", "cat a.py"]).targets == ("a.py",)
+    assert target("shell", command=["cat", "b c.py"]).targets == ("b c.py",)
+    assert target("shell", command=["bash", 3]).targets == ()  # not an argv: the tool itself
+    for tool, arg in (("Read", "file_path"), ("Edit", "file_path"), ("Write", "file_path"),
+                      ("NotebookEdit", "notebook_path"), ("read_file", "absolute_path"), ("read_file", "file_path"),
+                      ("replace", "file_path"), ("write_to_file", "path"), ("replace_in_file", "path"),
+                      ("edit", "path")):
+        assert target(tool, **{arg: "src/a.py"}).targets == ("src/a.py",), (tool, arg)
+    # `path` wins over the other names; an argument no locator names gives no target
+    assert target("read_file", path="a.py", file_path="b.py").targets == ("a.py",)
+    assert target("Read", filename="a.py").targets == ()
+
+
 def test_tools_without_a_locator_have_no_target() -> None:
     t = target("browser_click", index=3)
     assert (t.effect, t.verb, t.targets) == ("other", "browser_click", ())
-    not_a_line = target("bash", command=["not", "a", "line"])
+    not_a_line = target("bash", command={"not": "a line"})
     assert (not_a_line.effect, not_a_line.verb, not_a_line.targets) == ("other", "bash", ())
     assert CallTarget.of([]) is NO_TARGET
 

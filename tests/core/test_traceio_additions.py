@@ -128,7 +128,8 @@ def test_objective_is_the_first_message_of_a_person() -> None:
         ("{llm: {}, source: {file: a, row: -1}}", "source.row", "integer ≥ 0"),
         ("{llm: {}, source: {file: a, index: [1]}}", "source.index", "integer ≥ 0"),
         ("{llm: {}, source: {file: a, line: 1}}", "source.line", "unknown key 'line'"),
-        ("{llm: {}, rejected: {reason: x}}", None, "exactly one of tool, llm, phase, message, done, rejected"),
+        ("{llm: {}, rejected: {reason: x}}", None,
+         "exactly one of tool, llm, phase, message, done, rejected, compacted"),
     ],
 )
 def test_bad_additions_give_one_clear_error(tmp_path: Path, step: str, field: str | None, problem: str) -> None:

@@ -569,3 +569,17 @@ def test_the_per_file_layer_is_off_in_every_published_preset() -> None:
     s = resolve_policy("default").settings("read_tracker")
     assert (s.file_reads_warn_at, s.file_reads_warn_every, s.file_reads_block_at, s.exact_reread_warn_at,
             s.file_reverts_warn_at) == (30, 10, 60, 3, 4)
+
+
+def test_default_keys_the_coding_agents_reads_by_their_file_argument_hermes_by_path_only() -> None:
+    # Claude Code's Read names `file_path`, Gemini CLI's read_file `absolute_path`: reads of two files
+    # alternating are no repeat of one region under default
+    g = tracker_guard("default")
+    assert [call(g, "Read", file_path=f"src/{'ab'[i % 2]}.py").action for i in range(4)] == ["allow"] * 4
+    for _ in range(2):
+        call(g, "read_file", absolute_path="/repo/c.py")
+    assert call(g, "read_file", absolute_path="/repo/c.py").action == "warn"  # the 3rd read of one region
+    # Hermes reads `path` only, as it does: the same alternation is one region there (its literal behaviour)
+    h = tracker_guard("hermes")
+    assert [call(h, "read_file", file_path=f"src/{'ab'[i % 2]}.py").action for i in range(4)] == [
+        "allow", "allow", "warn", "block"]

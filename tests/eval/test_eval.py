@@ -122,3 +122,22 @@ def test_labels_that_do_not_fit_the_runs(tmp_path: Path, old: str, new: str, exp
     runs = load_runs([tmp_path], skip=[labels_path])
     with pytest.raises(LabelsError, match=re.escape(expected)):
         match_labels(load_labels(labels_path), runs)
+
+
+def test_labels_kept_apart_from_their_runs_name_a_base(tmp_path: Path) -> None:
+    labels_path = write_corpus(tmp_path / "logs")
+    apart = tmp_path / "repo" / "labels" / "runs.yaml"
+    apart.parent.mkdir(parents=True)
+    apart.write_text("base: ../../logs\n" + labels_path.read_text(encoding="utf-8"), encoding="utf-8")
+    runs = load_runs([tmp_path / "logs"], skip=[labels_path])
+    here = match_labels(load_labels(labels_path), runs)
+    found = match_labels(load_labels(apart), runs)
+    assert {i: (label.file, label.row, label.entry) for i, label in found.items()} == {
+        i: (label.file, label.row, label.entry) for i, label in here.items()} and len(here) == 5
+    # without `base` the entries name files beside the labels file, which were not read
+    apart.write_text(labels_path.read_text(encoding="utf-8"), encoding="utf-8")
+    with pytest.raises(LabelsError, match="the file was not read"):
+        match_labels(load_labels(apart), runs)
+    apart.write_text("base: /abs\n" + labels_path.read_text(encoding="utf-8"), encoding="utf-8")
+    with pytest.raises(LabelsError, match="field 'base': expected a folder relative to the labels file"):
+        load_labels(apart)

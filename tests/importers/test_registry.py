@@ -34,7 +34,7 @@ from pytest_loopguard.importers.sdk_formats import sdk_importers
 DOC = Path(__file__).resolve().parents[2] / "docs" / "import.md"
 # this module's formats, in detection order (other built-ins may come after them)
 OWN = ["swe-agent", "mini-swe-agent-1", "mini-swe-agent-1.1", "openhands-v0", "openhands-v1",
-       "magentic-one", "ag2-groupchat"]
+       "magentic-one", "ag2-groupchat", "gemini-cli", "cline", "aider", "claude-code", "codex"]
 BUILTIN = [i.name for i in builtin_importers()]
 
 
@@ -230,4 +230,5 @@ def test_a_registered_class_comes_after_the_builtins_and_is_detected(
 
 
 def test_the_sdk_formats_keep_their_detection_order() -> None:
-    assert BUILTIN[len(OWN):] == [i.name for i in sdk_importers()]
+    sdk = [i.name for i in sdk_importers()]
+    assert BUILTIN[-len(sdk):] == sdk  # last: the coding agents' own logs (Cline's is Anthropic-style) come first
