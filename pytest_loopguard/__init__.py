@@ -7,7 +7,17 @@ from ._lazy import exports
 TYPE_CHECKING = False  # typing's, without importing typing: see _lazy
 if TYPE_CHECKING:
     from .buildinfo import compiled
-    from .core._model import ReplayResult, StepResult, ToolCall, ToolResult, Trace, Verdict
+    from .core._model import (
+        NOT_REACHED,
+        Action,
+        Outcome,
+        ReplayResult,
+        StepResult,
+        ToolCall,
+        ToolResult,
+        Trace,
+        Verdict,
+    )
     from .errors import (
         LoopguardError,
         LoopguardWarning,
@@ -26,11 +36,14 @@ if TYPE_CHECKING:
     from .runtime._replay import replay
 
 __all__ = [
+    "NOT_REACHED",
+    "Action",
     "Clock",
     "Decision",
     "Guard",
     "LoopguardError",
     "LoopguardWarning",
+    "Outcome",
     "Policy",
     "PolicyError",
     "Recorder",
@@ -65,7 +78,8 @@ __getattr__, __dir__ = exports(__name__, {
     "buildinfo": ("compiled",),
     "errors": ("LoopguardError", "LoopguardWarning", "PolicyError", "RedactionError", "ScenarioError",
                "SessionError", "TraceError"),
-    "core._model": ("ReplayResult", "StepResult", "ToolCall", "ToolResult", "Trace", "Verdict"),
+    "core._model": ("NOT_REACHED", "Action", "Outcome", "ReplayResult", "StepResult", "ToolCall", "ToolResult", "Trace",
+                    "Verdict"),
     "runtime._policy": ("Policy", "resolve_policy"),
     "live._recorder": ("Recorder",),
     "live._redact": ("Redactor",),

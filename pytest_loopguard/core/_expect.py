@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, final
 
-from ._model import ReplayResult, RunExpect, Step, StepExpect, StepResult, Verdict
+from ._model import ReplayResult, RunExpect, Step, StepExpect, StepResult, Verdict, plain
 
 __all__ = ["Mismatch", "check", "check_reached", "check_run", "check_step", "describe_expect"]
 
@@ -14,7 +14,8 @@ __all__ = ["Mismatch", "check", "check_reached", "check_run", "check_step", "des
 @final
 @dataclass(frozen=True, slots=True)
 class Mismatch:
-    """One expectation that did not hold. `step` is None for run-level expectations."""
+    """One expectation that did not hold. `step` is None for run-level expectations. Plain data: an action or
+    outcome got is its plain name, as the trace writes the expected one."""
 
     step: int | None
     field: str
@@ -67,7 +68,7 @@ def check_step(expect: StepExpect, got: StepResult) -> Mismatch | None:
     """None when the step meets the expectation, else what differs."""
     if got.action != expect.action:
         detail = "; ".join(f"{v.engine}: {v.action} {v.reason}" for v in got.verdicts)
-        return Mismatch(got.index, "action", expect.action, got.action, detail)
+        return Mismatch(got.index, "action", expect.action, plain(got.action), detail)
     needs_verdict = any(x is not None for x in (expect.engine, expect.reason, expect.message, expect.data))
     if needs_verdict and not any(_verdict_matches(v, expect) for v in got.verdicts):
         seen = "; ".join(f"{v.engine}: {v.action} {v.reason}" for v in got.verdicts) or "no verdicts"
@@ -81,14 +82,14 @@ def check_reached(step: Step, got: StepResult, strict: bool) -> Mismatch | None:
         return check_step(step.expect, got)
     if strict and got.action not in ("allow", "not_reached"):
         detail = "; ".join(f"{v.engine}: {v.action} {v.reason}" for v in got.verdicts)
-        return Mismatch(got.index, "action", "allow", got.action, f"strict: {detail}")
+        return Mismatch(got.index, "action", "allow", plain(got.action), f"strict: {detail}")
     return None
 
 
 def check_run(expect: RunExpect, result: ReplayResult) -> list[Mismatch]:
     out: list[Mismatch] = []
     if expect.outcome is not None and expect.outcome != result.outcome:
-        out.append(Mismatch(None, "outcome", expect.outcome, result.outcome))
+        out.append(Mismatch(None, "outcome", expect.outcome, plain(result.outcome)))
     if (expect.stopped_by is not None or expect.has_stopped_by) and expect.stopped_by != result.stopped_by:
         out.append(Mismatch(None, "stopped_by", expect.stopped_by, result.stopped_by))
     if (expect.stopped_at is not None or expect.has_stopped_at) and expect.stopped_at != result.stopped_at:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import enum
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final, Literal, final
+from typing import Any, Final, Literal, TypeAlias, final
 
 # the events are their own module; they are named here too, where code has always imported them from
 from ._steps import (
@@ -44,6 +46,7 @@ __all__ = [
     "ACTIONS",
     "DENIED_BY",
     "LLM_ACTIONS",
+    "NOT_REACHED",
     "NOT_RUN_HOWS",
     "OK",
     "ORIGINS",
@@ -63,6 +66,7 @@ __all__ = [
     "LLMStep",
     "Message",
     "MessageStep",
+    "NotReached",
     "NotRun",
     "Origin",
     "Outcome",
@@ -72,6 +76,7 @@ __all__ = [
     "ReplayResult",
     "RunExpect",
     "Step",
+    "StepAction",
     "StepExpect",
     "StepKind",
     "StepResult",
@@ -84,21 +89,64 @@ __all__ = [
     "Verdict",
     "combine",
     "make_step",
+    "plain",
     "run_end",
 ]
 
-Action = Literal["allow", "warn", "block", "stop", "compact", "retry", "compact_retry", "fail"]
-Outcome = Literal["completed", "stopped", "failed", "exhausted", "incomplete"]
+class Action(enum.StrEnum):
+    """What a verdict asks for. A `str` whose value is the name written in traces, policies and reports, so
+    `verdict.action == "block"` holds, `f"{action}"` is `block`, and JSON writes `"block"`.
 
+    A tool call is allowed, warned, blocked (it does not run) or stopped (the run ends); a model call is
+    allowed, compacted (the prompt view first), retried, compacted and retried, or failed (the run ends).
+    """
+
+    ALLOW = "allow"
+    WARN = "warn"
+    BLOCK = "block"
+    STOP = "stop"
+    COMPACT = "compact"
+    RETRY = "retry"
+    COMPACT_RETRY = "compact_retry"
+    FAIL = "fail"
+
+
+class NotReached(enum.StrEnum):
+    """The action of a step the run never reached (it had ended before): a step's, never a verdict's."""
+
+    NOT_REACHED = "not_reached"
+
+
+class Outcome(enum.StrEnum):
+    """How a run ended: a `str` with the name written in traces and reports (`result.outcome == "stopped"`)."""
+
+    COMPLETED = "completed"  # a `done` step, or a `done` tool that ran
+    STOPPED = "stopped"  # a `stop` verdict
+    FAILED = "failed"  # a `fail` verdict
+    EXHAUSTED = "exhausted"  # a `stop` that says so (max turns or steps), or every turn of `max_turns` used
+    INCOMPLETE = "incomplete"  # the events ran out, or the driver gave up
+
+
+NOT_REACHED: Final = NotReached.NOT_REACHED
+StepAction: TypeAlias = Action | NotReached  # a step's combined action
+
+# The names as written in files: plain strings (a YAML dump refuses a str subclass), in the enums' order.
 TOOL_ACTIONS: Final = ("allow", "warn", "block", "stop")
 LLM_ACTIONS: Final = ("allow", "compact", "retry", "compact_retry", "fail")
-ACTIONS: Final = ("allow", "warn", "block", "stop", "compact", "retry", "compact_retry", "fail")
-OUTCOMES: Final = ("completed", "stopped", "failed", "exhausted", "incomplete")
+ACTIONS: Final = tuple(a.value for a in Action)
+OUTCOMES: Final = tuple(o.value for o in Outcome)
 
 # One ordering for both families; a step only mixes them in rare cases (a stop on the step that opens a turn).
-SEVERITY: Final[Mapping[str, int]] = MappingProxyType(
-    {"allow": 0, "warn": 1, "compact": 2, "block": 3, "retry": 3, "compact_retry": 4, "stop": 5, "fail": 6}
-)
+SEVERITY: Final[Mapping[str, int]] = MappingProxyType({
+    Action.ALLOW: 0, Action.WARN: 1, Action.COMPACT: 2, Action.BLOCK: 3, Action.RETRY: 3, Action.COMPACT_RETRY: 4,
+    Action.STOP: 5, Action.FAIL: 6,
+})
+
+
+def plain(value: str) -> str:
+    """`value` as an exact `str` (an `Action`, `NotReached` or `Outcome` becomes its value): what a data
+    form hands on to a writer that takes exact types only (`yaml.safe_dump` refuses a str subclass)."""
+    return str.__str__(value)
 
 
 @final
@@ -113,18 +161,22 @@ class Verdict:
     data: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The verdict as plain data (its action a plain string)."""
         return {
             "engine": self.engine,
-            "action": self.action,
+            "action": plain(self.action),
             "reason": self.reason,
             "message": self.message,
             "data": dict(self.data),
         }
 
 
+_ALLOW: Final = Action.ALLOW  # a module global: cheaper to read than the enum's attribute, on every step
+
+
 def combine(verdicts: tuple[Verdict, ...] | list[Verdict]) -> Action:
     """The most severe action among the verdicts; `allow` when there are none."""
-    action: Action = "allow"
+    action: Action = _ALLOW
     rank = 0
     for verdict in verdicts:
         r = SEVERITY[verdict.action]
@@ -133,15 +185,16 @@ def combine(verdicts: tuple[Verdict, ...] | list[Verdict]) -> Action:
     return action
 
 
-def run_end(action: str, verdicts: Sequence[Verdict]) -> tuple[Outcome, str]:
+def run_end(action: Action, verdicts: Sequence[Verdict]) -> tuple[Outcome, str]:
     """How a step whose combined action is `stop` or `fail` ends the run: the outcome and the deciding engine.
 
-    A `fail` is `failed`; a `stop` is `stopped`, or `exhausted` when its verdict says so (max turns or steps).
+    A `fail` is `failed`; a `stop` is `stopped`, or `exhausted` when its verdict says so (max turns or steps:
+    `data["outcome"]`, plain data like the rest of `data`).
     """
     ender = next(v for v in verdicts if v.action == action)
-    if action == "fail":
-        return "failed", ender.engine
-    return ("exhausted" if ender.data.get("outcome") == "exhausted" else "stopped"), ender.engine
+    if action == Action.FAIL:
+        return Outcome.FAILED, ender.engine
+    return (Outcome.EXHAUSTED if ender.data.get("outcome") == Outcome.EXHAUSTED else Outcome.STOPPED), ender.engine
 
 
 @final
@@ -203,7 +256,7 @@ class Trace:
 
 @final
 class StepResult:
-    """The verdicts of one step and their combined action (`not_reached` after the run ended).
+    """The verdicts of one step and their combined action (`NOT_REACHED` after the run ended).
 
     A plain slots class, immutable by convention: a replay can make one per step.
     """
@@ -211,7 +264,7 @@ class StepResult:
     __slots__ = ("action", "index", "kind", "tool", "verdicts")
 
     def __init__(
-        self, index: int, kind: str, tool: str | None, action: str, verdicts: tuple[Verdict, ...] = ()
+        self, index: int, kind: str, tool: str | None, action: StepAction, verdicts: tuple[Verdict, ...] = ()
     ) -> None:
         self.index = index
         self.kind = kind
@@ -219,7 +272,7 @@ class StepResult:
         self.action = action
         self.verdicts = verdicts
 
-    def _key(self) -> tuple[int, str, str | None, str, tuple[Verdict, ...]]:
+    def _key(self) -> tuple[int, str, str | None, StepAction, tuple[Verdict, ...]]:
         return self.index, self.kind, self.tool, self.action, self.verdicts
 
     def __eq__(self, other: object) -> bool:
@@ -233,11 +286,12 @@ class StepResult:
                 f"verdicts={self.verdicts!r})")
 
     def to_dict(self) -> dict[str, Any]:
+        """The step's result as plain data (actions as plain strings)."""
         return {
             "index": self.index,
             "kind": self.kind,
             "tool": self.tool,
-            "action": self.action,
+            "action": plain(self.action),
             "verdicts": [v.to_dict() for v in self.verdicts],
         }
 
@@ -271,7 +325,7 @@ class ReplayResult:
         self.stopped_by = stopped_by
         self.step_counts = step_counts
         self._steps: tuple[StepResult, ...] | None = steps
-        self._actions: Sequence[str] = ()
+        self._actions: Sequence[StepAction] = ()
         self._verdicts: Mapping[int, tuple[Verdict, ...]] = {}
 
     @classmethod
@@ -282,7 +336,7 @@ class ReplayResult:
         outcome: Outcome,
         stopped_at: int | None,
         stopped_by: str | None,
-        actions: Sequence[str],
+        actions: Sequence[StepAction],
         verdicts: Mapping[int, tuple[Verdict, ...]],
     ) -> ReplayResult:
         """A result recorded compactly: `actions[i]` is the action of `trace.steps[i]`, `verdicts[i]` its
@@ -306,13 +360,12 @@ class ReplayResult:
         return self._steps
 
     def counts(self) -> dict[str, int]:
-        """Steps per combined action (every step, `not_reached` included)."""
+        """Steps per combined action (every step, `not_reached` included), keyed by the plain names."""
         if self.step_counts is not None:
-            return dict(self.step_counts)
-        out: dict[str, int] = {}
-        for action in self._actions if self._steps is None else (s.action for s in self._steps):
-            out[action] = out.get(action, 0) + 1
-        return out
+            counted: Mapping[str, int] = self.step_counts
+        else:
+            counted = Counter(self._actions if self._steps is None else [s.action for s in self._steps])
+        return {plain(action): n for action, n in counted.items()}
 
     def first_intervention(self) -> StepResult | None:
         """The first step whose combined action is not `allow` (nor `not_reached`)."""
@@ -335,10 +388,11 @@ class ReplayResult:
                 f"stopped_at={self.stopped_at!r}, stopped_by={self.stopped_by!r}, steps={len(self.trace.steps)})")
 
     def to_dict(self) -> dict[str, Any]:
+        """The replay as plain data (outcome and actions as plain strings): what `replay --json` prints."""
         return {
             "trace": self.trace.name,
             "policy": self.policy,
-            "outcome": self.outcome,
+            "outcome": plain(self.outcome),
             "stopped_at": self.stopped_at,
             "stopped_by": self.stopped_by,
             "steps": [_step_dict(r, self.trace.steps) for r in self.steps],

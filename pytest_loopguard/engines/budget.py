@@ -262,7 +262,7 @@ class Budget(Engine):
         if s.max_tool_calls is not None:
             if calls > s.max_tool_calls:
                 out = _push(out, self._verdict(
-                    "block", "max_tool_calls", calls, s.max_tool_calls,
+                    Action.BLOCK, "max_tool_calls", calls, s.max_tool_calls,
                     f"Tool call budget exhausted: this is call {calls} of a task allowed {s.max_tool_calls}. "
                     "Finish with what you have.",
                 ))
@@ -272,7 +272,7 @@ class Budget(Engine):
             elapsed = self._elapsed()
             if elapsed > s.max_wall_ms:
                 out = _push(out, self._verdict(
-                    "block", "max_wall_ms", elapsed, s.max_wall_ms,
+                    Action.BLOCK, "max_wall_ms", elapsed, s.max_wall_ms,
                     f"Time budget exhausted: {elapsed} ms elapsed of the task's {s.max_wall_ms} ms. "
                     "Finish with what you have.",
                 ))
@@ -288,7 +288,7 @@ class Budget(Engine):
             n, limit = self._observation_streak, s.max_observation_streak
             if limit is not None and n > limit:
                 out = _push(out, self._verdict(
-                    "warn", "observation_streak", n, limit,
+                    Action.WARN, "observation_streak", n, limit,
                     f"Budget exceeded: {n} observation calls in a row (limit {limit}). Change strategy, "
                     "or verify what you have observed.",
                 ))
@@ -306,7 +306,7 @@ class Budget(Engine):
             n, limit = self._same_tool_count, s.max_consecutive_same_tool
             if limit is not None and n > limit:
                 out = _push(out, self._verdict(
-                    "warn", "consecutive_same_tool", n, limit,
+                    Action.WARN, "consecutive_same_tool", n, limit,
                     f"Budget exceeded: {call.tool!r} called {n} times in a row (limit {limit}). "
                     "Change strategy.",
                     tool=call.tool,
@@ -323,7 +323,7 @@ class Budget(Engine):
         every = s.checkpoint_every_calls
         if every and calls % every == 0:
             out = _push(out, self._verdict(
-                "allow", "checkpoint", calls, every,
+                Action.ALLOW, "checkpoint", calls, every,
                 f"Checkpoint after {calls} calls: record your progress toward the objective: "
                 f"{self.run.objective or (self._task.objective if self._task else '')}",
                 status=self._status(),
@@ -343,7 +343,7 @@ class Budget(Engine):
         n, limit = self._failure_streak, self.settings.max_failure_streak
         if limit is not None and n > limit:
             return self._verdict(
-                "warn", "failure_streak", n, limit,
+                Action.WARN, "failure_streak", n, limit,
                 f"Budget exceeded: {n} failed calls in a row (limit {limit}). Recover before going on: "
                 "find out why the calls fail.",
             )
@@ -370,7 +370,7 @@ class Budget(Engine):
         limit = s.max_same_url_navigations
         if limit is not None and n > limit:
             out.append(self._verdict(
-                "warn", "same_url_navigations", n, limit,
+                Action.WARN, "same_url_navigations", n, limit,
                 f"Budget exceeded: navigated to {url} {n} times (limit {limit}). Change strategy.",
                 url=url,
             ))
@@ -380,7 +380,7 @@ class Budget(Engine):
             host = _host(url)
             if not host or not any(host == d or host.endswith("." + d) for d in self._domains):
                 out.append(self._verdict(
-                    "block", "domain_not_allowed", n, None,
+                    Action.BLOCK, "domain_not_allowed", n, None,
                     f"Navigation to {host or url!r} is outside the task's allowed domains "
                     f"({', '.join(self._domains) or 'none'}).",
                     url=url, host=host,
@@ -388,7 +388,7 @@ class Budget(Engine):
         return out
 
     def _near(self, budget: str, count: int, limit: int | None, what: str, **extra: Any) -> Verdict:
-        return self._verdict("allow", budget, count, limit, f"Budget near its limit: {what} (limit {limit}).",
+        return self._verdict(Action.ALLOW, budget, count, limit, f"Budget near its limit: {what} (limit {limit}).",
                              status="near", reason="budget.near", **extra)
 
     def _verdict(

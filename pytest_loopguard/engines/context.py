@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core._conversation import Entry
-from ..core._model import Verdict
+from ..core._model import Action, Verdict
 from ..core.hookspecs import hookimpl
 from .base import Engine, EngineSettings, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS
@@ -373,7 +373,7 @@ class Context(Engine):
             return None
         return Verdict(
             self.name,
-            "stop",
+            Action.STOP,
             "context.max_turns",
             f"Stopped: the run reached its limit of {limit} turns.",
             {"outcome": "exhausted", "max_turns": limit, "turn": turn.index + 1},
@@ -433,7 +433,7 @@ class Context(Engine):
         }
         return Verdict(
             self.name,
-            "compact",
+            Action.COMPACT,
             "context.compact",
             f"Compacted the prompt before the model call: {done['summarized']} older messages summarized, "
             f"{done['preserved']} kept ({prompt} tokens >= {threshold} of a {data['window']}-token window).",
@@ -453,7 +453,7 @@ class Context(Engine):
             return self._transient(error)
         return Verdict(
             self.name,
-            "fail",
+            Action.FAIL,
             "context.unrecoverable",
             f"The model call failed with an error that is neither a context overflow nor transient: {error}",
             {"error": error},
@@ -467,7 +467,7 @@ class Context(Engine):
         if s.max_compact_retries is not None and attempt > s.max_compact_retries:
             return Verdict(
                 self.name,
-                "fail",
+                Action.FAIL,
                 "context.overflow_exhausted",
                 f"The context window overflowed {attempt} times in a row; compaction was retried "
                 f"{s.max_compact_retries} times.",
@@ -496,7 +496,7 @@ class Context(Engine):
         }
         return Verdict(
             self.name,
-            "compact_retry",
+            Action.COMPACT_RETRY,
             "context.overflow",
             f"Context window exceeded: compacted to {done['preserved']} recent messages and retrying "
             f"(attempt {attempt}{'' if s.max_compact_retries is None else f' of {s.max_compact_retries}'}).",
@@ -510,7 +510,7 @@ class Context(Engine):
         if attempt > s.max_transient_retries:
             return Verdict(
                 self.name,
-                "fail",
+                Action.FAIL,
                 "context.transient_exhausted",
                 f"The model call failed {attempt} times in a row with transient errors; gave up after "
                 f"{s.max_transient_retries} retries.",
@@ -523,7 +523,7 @@ class Context(Engine):
         clock.advance(delay)
         return Verdict(
             self.name,
-            "retry",
+            Action.RETRY,
             "context.transient",
             f"Transient model error; retrying after {delay} ms (attempt {attempt} of {s.max_transient_retries}).",
             {

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..core._model import Verdict
+from ..core._model import Action, Verdict
 from ..core.hookspecs import hookimpl
 from .base import Engine, EngineSettings
 
@@ -86,7 +86,7 @@ class Dedup(Engine):
         names = sorted(replaced)
         return Verdict(
             self.name,
-            "allow",
+            Action.ALLOW,
             "dedup.superseded",
             f"Replaced {count} superseded result(s) of {', '.join(names)} with a placeholder in the prompt.",
             {"replaced": count, "tools": names},

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..core._identity import key_part
-from ..core._model import ToolCall, ToolResult, Verdict
+from ..core._model import Action, ToolCall, ToolResult, Verdict
 from ..core.hookspecs import hookimpl
 from .base import Engine, EngineSettings, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS, LRUMap
@@ -209,7 +209,7 @@ class FailureTracker(Engine):
         n = self.settings.max_steps
         if n is None or index < n:
             return None
-        return Verdict(NAME, "stop", "failure_tracker.max_steps", f"Stopped: the run used all of its {n} steps.",
+        return Verdict(NAME, Action.STOP, "failure_tracker.max_steps", f"Stopped: the run used all of its {n} steps.",
                        {"outcome": "exhausted", "max_steps": n})
 
     @hookimpl
@@ -240,7 +240,7 @@ class FailureTracker(Engine):
         if self.forced_done and self.run.kind(call) != "done":
             n = s.max_failures
             verdicts = [Verdict(
-                NAME, "stop", "failure_tracker.max_failures",
+                NAME, Action.STOP, "failure_tracker.max_failures",
                 f"Stopped: the agent failed {n} times in a row and was told to call done, but called "
                 f"'{call.tool}'.",
                 {"count": self.consecutive_failures, "max_failures": n},
@@ -251,7 +251,7 @@ class FailureTracker(Engine):
             self._previous_target = target
             if self.repetitions >= s.max_repetitions:
                 verdicts = [*(verdicts or ()), Verdict(
-                    NAME, "stop", "failure_tracker.repetition",
+                    NAME, Action.STOP, "failure_tracker.repetition",
                     f"Stopped: '{call.tool}' repeated on the same target {self.repetitions + 1} times in a row.",
                     {"repetitions": self.repetitions, "max_repetitions": s.max_repetitions, "tool": call.tool},
                 )]
@@ -309,7 +309,7 @@ class FailureTracker(Engine):
         if count < n or (count - n) % n:
             return None
         return Verdict(
-            NAME, "warn", "failure_tracker.rejected_streak",
+            NAME, Action.WARN, "failure_tracker.rejected_streak",
             f"Your last {count} replies were rejected without running anything. The harness said: "
             f"\"{rejected.reason}\" Reply in exactly the form it asks for (for example one action, in the "
             "expected format) instead of another reply like the last ones.",
@@ -347,7 +347,7 @@ class FailureTracker(Engine):
         error = " ".join(((result.result_text if result is not None else None) or "").split())[:160]
         how = f"{self.key_streak} times in a row" if in_a_row else f"{n} times since it last succeeded"
         return Verdict(
-            NAME, "warn", "failure_tracker.failing_key",
+            NAME, Action.WARN, "failure_tracker.failing_key",
             f"{what} has failed {how}; the last call was: {shown[:200]}"
             + (f" and it said: {error}" if error else "") + ". Retrying it will fail again: read the error, "
             "check the assumption it contradicts (the file's current content, the working directory, the "
@@ -381,17 +381,17 @@ class FailureTracker(Engine):
             return self._failures_warning()
         data = {"count": self.consecutive_failures, "max_failures": n}
         if not s.final_response_after_failure:
-            return Verdict(NAME, "stop", "failure_tracker.max_failures",
+            return Verdict(NAME, Action.STOP, "failure_tracker.max_failures",
                            f"Stopped: the agent failed {n} times in a row.", data)
         self.forced_done = True
-        return Verdict(NAME, "warn", "failure_tracker.force_done", self._force_done_message(n), data)
+        return Verdict(NAME, Action.WARN, "failure_tracker.force_done", self._force_done_message(n), data)
 
     def _failures_warning(self) -> Verdict | None:
         at, count = self.settings.failures_warn_at, self.consecutive_failures
         if at is None or count < at or (count - at) % at or self.forced_done:
             return None
         return Verdict(
-            NAME, "warn", "failure_tracker.failed_turns",
+            NAME, Action.WARN, "failure_tracker.failed_turns",
             f"Your last {count} turns all failed. Repeating the same kind of step will fail again: stop and "
             "check the assumption behind them (is the environment, path or tool what you think it is?), or "
             "try a smaller step that can succeed.",
@@ -440,7 +440,7 @@ class FailureTracker(Engine):
             rank += 1
         advice = _ACTION_LOOP_ADVICE[min(rank, len(_ACTION_LOOP_ADVICE) - 1)]
         return Verdict(
-            NAME, "warn", "failure_tracker.action_loop",
+            NAME, Action.WARN, "failure_tracker.action_loop",
             f"You repeated a similar action {top} times in your last {len(window)} actions. {advice}",
             {"level": levels[rank], "count": top, "window": self.settings.action_loop_window},
         )
@@ -454,7 +454,7 @@ class FailureTracker(Engine):
             exact = self.exact_failures.get(signature, 0)
             if exact >= s.exact_failure_block_at:
                 out = [Verdict(
-                    NAME, "block", "failure_tracker.exact_failure",
+                    NAME, Action.BLOCK, "failure_tracker.exact_failure",
                     f"Blocked: '{call.tool}' failed {exact} times with these exact arguments. Do not retry it "
                     "unchanged; change strategy or explain the blocker.",
                     {"count": exact, "block_at": s.exact_failure_block_at, "tool": call.tool},
@@ -463,7 +463,7 @@ class FailureTracker(Engine):
             progress = self.no_progress.get(signature)
             if progress is not None and progress[1] >= s.no_progress_block_at:
                 out = [*(out or ()), Verdict(
-                    NAME, "block", "failure_tracker.no_progress",
+                    NAME, Action.BLOCK, "failure_tracker.no_progress",
                     f"Blocked: '{call.tool}' returned the same result {progress[1]} times. Use the result you "
                     "already have or change the query.",
                     {"count": progress[1], "block_at": s.no_progress_block_at, "tool": call.tool},
@@ -479,20 +479,20 @@ class FailureTracker(Engine):
             self.no_progress.pop(signature, None)
             if s.same_tool_failure_stop_at is not None and same >= s.same_tool_failure_stop_at:
                 return Verdict(
-                    NAME, "stop", "failure_tracker.same_tool_failure",
+                    NAME, Action.STOP, "failure_tracker.same_tool_failure",
                     f"Stopped: '{tool}' failed {same} times in this prompt.",
                     {"count": same, "stop_at": s.same_tool_failure_stop_at, "tool": tool},
                 )
             if exact >= s.exact_failure_warn_at:
                 return Verdict(
-                    NAME, "warn", "failure_tracker.exact_failure",
+                    NAME, Action.WARN, "failure_tracker.exact_failure",
                     f"'{tool}' failed {exact} times with identical arguments. This looks like a loop: read the "
                     "error and change strategy instead of retrying it unchanged.",
                     {"count": exact, "warn_at": s.exact_failure_warn_at, "tool": tool},
                 )
             if same >= s.same_tool_failure_warn_at:
                 return Verdict(
-                    NAME, "warn", "failure_tracker.same_tool_failure",
+                    NAME, Action.WARN, "failure_tracker.same_tool_failure",
                     f"'{tool}' failed {same} times in this prompt. This looks like a loop: change approach "
                     "before retrying.",
                     {"count": same, "warn_at": s.same_tool_failure_warn_at, "tool": tool},
@@ -509,7 +509,7 @@ class FailureTracker(Engine):
         self.no_progress[signature] = (text, chain)
         if chain >= s.no_progress_warn_at:
             return Verdict(
-                NAME, "warn", "failure_tracker.no_progress",
+                NAME, Action.WARN, "failure_tracker.no_progress",
                 f"'{tool}' returned the same result {chain} times. Use the result you already have or change "
                 "the query instead of repeating it.",
                 {"count": chain, "warn_at": s.no_progress_warn_at, "tool": tool},

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core._identity import FLAT_SAME_AS, IDENTITIES, IdentityMode, is_flat
-from ..core._model import Verdict
+from ..core._model import Action, Verdict
 from ..core.hookspecs import hookimpl
 from .base import Engine, EngineSettings, SettingError, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS, LRUMap
@@ -39,7 +39,7 @@ class Settings(EngineSettings):
         "Blocked: tool '{tool}' called {count} times with identical parameters. "
         "Try a different approach or different parameters."
     )
-    warn_action: Literal["warn", "block"] = "warn"  # Spacebot skips the call on a warning: block
+    warn_action: Literal[Action.WARN, Action.BLOCK] = Action.WARN  # Spacebot skips the call on a warning: block
     poll_multiplier: int = 3
     poll_shell_tools: tuple[str, ...] = ()  # tools whose short argument text with a poll word is a poll call
     poll_words: tuple[str, ...] = (
@@ -64,6 +64,11 @@ class Settings(EngineSettings):
                  "ping_pong_min_repeats", "outcome_prefix_bytes")
         at_least(self, 1, "max_keys")
         at_least(self, 0, "max_warnings_per_call", "outcome_block_threshold")
+        action: object = self.warn_action
+        if type(action) is not Action:  # a plain name, from code (a policy file's is the member already)
+            if not isinstance(action, str) or action not in (Action.WARN, Action.BLOCK):
+                raise SettingError("warn_action", f"expected one of 'warn', 'block', got {action!r}")
+            object.__setattr__(self, "warn_action", Action(action))
         try:
             self.block_message.format(tool="t", count=1)
         except (KeyError, IndexError, ValueError) as exc:
@@ -256,7 +261,7 @@ class LoopGuard(Engine):
         if last is not None and last[0] == tool and last[1] == poisoned_at:
             return last[2]
         verdict = Verdict(
-            NAME, "block", "loop_guard.identical_outcome",
+            NAME, Action.BLOCK, "loop_guard.identical_outcome",
             f"Blocked: tool '{tool}' returned the same result {poisoned_at} times for identical parameters. "
             "Calling it again will not change the result; try a different approach.",
             {"tool": tool, "outcome_count": poisoned_at, "threshold": self.settings.outcome_block_threshold},
@@ -274,7 +279,7 @@ class LoopGuard(Engine):
         # a stop only once the call was blocked before (count past block_at): "called again after a block"
         if s.stop_at is not None and block_at is not None and count > block_at and count >= s.stop_at * multiplier:
             return Verdict(
-                NAME, "stop", "loop_guard.consecutive_stop",
+                NAME, Action.STOP, "loop_guard.consecutive_stop",
                 f"Stopped: tool '{tool}' was called {count} times in a row with identical parameters and "
                 "was called again after being blocked; the run ends here.",
                 {"tool": tool, "count": count, "threshold": s.stop_at * multiplier, "poll": poll},
@@ -283,7 +288,7 @@ class LoopGuard(Engine):
             if s.reset_after_block:  # Roo resets its detector after refusing a call
                 self._forget_current()
             return Verdict(
-                NAME, "block", "loop_guard.consecutive_block", s.block_message.format(tool=tool, count=count),
+                NAME, Action.BLOCK, "loop_guard.consecutive_block", s.block_message.format(tool=tool, count=count),
                 {"tool": tool, "count": count, "threshold": block_at, "poll": poll},
             )
         warn_at = s.warn_at * multiplier if s.warn_at is not None else None
@@ -295,7 +300,7 @@ class LoopGuard(Engine):
                 if s.reset_after_block:
                     self._forget_current()
                 return Verdict(
-                    NAME, "block", "loop_guard.warnings_exhausted",
+                    NAME, Action.BLOCK, "loop_guard.warnings_exhausted",
                     f"Blocked: tool '{tool}' called {count} times with identical parameters after "
                     f"{s.max_warnings_per_call} warnings. Try a different approach or different parameters.",
                     data,
@@ -338,7 +343,7 @@ class LoopGuard(Engine):
             names = ", ".join(f"'{t}'" for t in tools)
             if repeats >= s.ping_pong_min_repeats:
                 return Verdict(
-                    NAME, "block", "loop_guard.ping_pong",
+                    NAME, Action.BLOCK, "loop_guard.ping_pong",
                     f"Blocked: ping-pong loop detected: tools {names} alternating, {repeats} repetitions. "
                     "Break the cycle with a different approach.",
                     data,

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ..core._identity import key_part
-from ..core._model import ToolCall, ToolResult, Verdict
+from ..core._model import Action, ToolCall, ToolResult, Verdict
 from ..core._runcontext import Region
 from ..core.hookspecs import hookimpl
 from .base import Engine, EngineSettings, at_least
@@ -265,14 +265,14 @@ class ReadTracker(Engine):
         subject = "read this exact file region" if what == "read" else "run this exact search"
         if count >= s.block_at:
             return Verdict(
-                self.name, "block", "read_tracker.repeat_block",
+                self.name, Action.BLOCK, "read_tracker.repeat_block",
                 f"BLOCKED: you have {subject} {count} times in a row. Nothing has changed since: use the "
                 "information you already have and proceed with writing or answering.",
                 data,
             )
         if count == s.warn_at:
             return Verdict(
-                self.name, "warn", "read_tracker.repeat_warning",
+                self.name, Action.WARN, "read_tracker.repeat_warning",
                 f"You have {subject} {count} times in a row and the content has not changed. Use what you "
                 "already have; if you are stuck in a loop, stop re-reading and move on.",
                 data,
@@ -291,7 +291,7 @@ class ReadTracker(Engine):
                 n = self.file_reverts.increment(path)
                 if n >= s.file_reverts_warn_at and (n - s.file_reverts_warn_at) % s.file_reverts_warn_at == 0:
                     out = Verdict(
-                        self.name, "warn", "read_tracker.file_reverts",
+                        self.name, Action.WARN, "read_tracker.file_reverts",
                         f"You have put {path} back {n} times in this task (git checkout/restore, or a copy "
                         "copied over it): each attempt is undone and tried again. Before another revert, write "
                         "down why the last change failed and change the approach, or keep this version and "
@@ -304,7 +304,7 @@ class ReadTracker(Engine):
             n = self.file_reads.increment(path)
             if s.file_reads_block_at is not None and n >= s.file_reads_block_at:
                 return Verdict(
-                    self.name, "block", "read_tracker.file_reads_block",
+                    self.name, Action.BLOCK, "read_tracker.file_reads_block",
                     f"BLOCKED: you have read {path} {n} times in this task (any range, any command); this "
                     "read was not run. Work from what you have already read: make the change, or run a test "
                     "that checks your idea.",
@@ -313,7 +313,7 @@ class ReadTracker(Engine):
             first = s.file_reads_warn_at
             if first is not None and n >= first and (n - first) % max(s.file_reads_warn_every, 1) == 0:
                 out = Verdict(
-                    self.name, "warn", "read_tracker.file_reads",
+                    self.name, Action.WARN, "read_tracker.file_reads",
                     f"You have read {path} {n} times in this task (any range, any command). Reading it "
                     "again will not show anything new: note what you need from it, then make the change or "
                     "run a check that tests your idea.",
@@ -338,7 +338,7 @@ class ReadTracker(Engine):
             return None
         path = target.targets[0]
         return Verdict(
-            self.name, "warn", "read_tracker.exact_reread",
+            self.name, Action.WARN, "read_tracker.exact_reread",
             f"You have run this exact read of {path} {n} times and got the same text each time: it is "
             "already in the conversation above. Scroll back to it instead of reading again, and move on to "
             "the change or the next question.",
@@ -350,14 +350,14 @@ class ReadTracker(Engine):
         data = {"kind": "read", "path": path, "offset": offset, "limit": limit, "hits": hits}
         if hits == 1:
             return Verdict(
-                self.name, "block", "read_tracker.unchanged",
+                self.name, Action.BLOCK, "read_tracker.unchanged",
                 f"File unchanged since last read: {path} (offset {offset}, limit {limit}). The content of "
                 "your earlier read is still current; refer to it instead of reading again.",
                 data,
             )
         count = hits + 1
         return Verdict(
-            self.name, "block", "read_tracker.repeat_block",
+            self.name, Action.BLOCK, "read_tracker.repeat_block",
             f"BLOCKED: you have read {path} (offset {offset}, limit {limit}) {count} times and it has not "
             "changed since. Stop re-reading it and proceed with writing or answering.",
             {**data, "count": count},

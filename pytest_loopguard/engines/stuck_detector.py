@@ -23,7 +23,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ..core._identity import is_flat, key_part, ordered_js_json
-from ..core._model import Verdict
+from ..core._model import Action, Verdict
 from ..core.hookspecs import hookimpl
 from ._repeated_text import CODE_FENCE, DIVIDER, STRUCTURE, ChunkIndex
 from .base import Engine, EngineSettings, SettingError, at_least
@@ -120,7 +120,7 @@ def _result_text(result: ToolResult) -> str:
 def _stop(rule: str, repeats: int | None = None, **data: Any) -> Verdict:
     if repeats is not None:
         data["repeats"] = repeats
-    return Verdict(NAME, "stop", f"{NAME}.{rule}", f"Agent got stuck in a loop ({rule})", data)
+    return Verdict(NAME, Action.STOP, f"{NAME}.{rule}", f"Agent got stuck in a loop ({rule})", data)
 
 
 # ---- openhands (V0) -------------------------------------------------------------------------------
@@ -356,7 +356,7 @@ class _OpenHandsSDK(_Rules):
             error = str(observations[0][2])
             window.append(_NUDGE)
             return Verdict(
-                NAME, "warn", f"{NAME}.action_error_nudge",
+                NAME, Action.WARN, f"{NAME}.action_error_nudge",
                 f"You've called `{name}` with the same arguments {s.action_error} times in a row and gotten the "
                 f"same error each time: {error}. Repeating the exact same call again will not work — review the "
                 "error message and either correct the arguments or try a different approach.",
@@ -417,13 +417,13 @@ class _Gemini(_Rules):
         self._detections += 1
         data["detections"] = self._detections
         if self._detections > 1:  # LoopDetected: the request is halted
-            return Verdict(NAME, "stop", f"{NAME}.{rule}", f"Loop detected again in this prompt: {details}.", data)
-        action: Literal["block", "warn"] = "block" if rule == "tool_loop" else "warn"
+            return Verdict(NAME, Action.STOP, f"{NAME}.{rule}", f"Loop detected again in this prompt: {details}.", data)
+        action: Literal[Action.BLOCK, Action.WARN] = Action.BLOCK if rule == "tool_loop" else Action.WARN
         return Verdict(NAME, action, f"{NAME}.{rule}", _FEEDBACK.format(details=details), data)
 
     def _cut(self) -> Verdict:
         return Verdict(
-            NAME, "block", f"{NAME}.turn_cut",
+            NAME, Action.BLOCK, f"{NAME}.turn_cut",
             "Not run: the response was cut off at a loop detection before this call was received.",
             {"turn": self._cut_turn},
         )
@@ -460,7 +460,7 @@ class _Gemini(_Rules):
 
     def agent_text(self, text: str, *, llm: bool) -> Verdict | None:
         verdict = self._content(text)
-        if verdict is not None and verdict.action == "warn":
+        if verdict is not None and verdict.action == Action.WARN:
             if llm:
                 self._cut_next_turn = True
             elif self.run.turn is not None:
@@ -542,7 +542,7 @@ class StuckDetector(Engine):
     def _out(self, verdict: Verdict | None) -> Verdict | None:
         if self._stopped:
             return None
-        if verdict is not None and verdict.action == "stop":
+        if verdict is not None and verdict.action == Action.STOP:
             self._stopped = True
         return verdict
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, final
 
-from ..core._model import ReplayResult, Step, StepResult
+from ..core._model import ReplayResult, Step, StepResult, plain
 
 __all__ = ["Change", "Intervention", "TraceDiff", "diff_results", "interventions", "spent"]
 
@@ -24,7 +24,8 @@ _NOT_RUN: Final = ("block", "stop")  # a call with these actions did not run: it
 @final
 @dataclass(frozen=True, slots=True)
 class Intervention:
-    """A step the policy intervened on: its index, combined action and the deciding verdict's reason."""
+    """A step the policy intervened on: its index, combined action (its plain name) and the deciding verdict's
+    reason."""
 
     step: int
     action: str
@@ -98,7 +99,7 @@ class TraceDiff:
 def _run(result: ReplayResult, steps: int, tokens: int) -> dict[str, Any]:
     return {
         "policy": result.policy,
-        "outcome": result.outcome,
+        "outcome": plain(result.outcome),
         "stopped_at": result.stopped_at,
         "stopped_by": result.stopped_by,
         "steps": steps,
@@ -113,7 +114,7 @@ def interventions(result: ReplayResult) -> list[Intervention]:
         if step.action in _QUIET:
             continue
         decider = next((v for v in step.verdicts if v.action == step.action), None)
-        out.append(Intervention(step.index, step.action, decider.reason if decider is not None else ""))
+        out.append(Intervention(step.index, plain(step.action), decider.reason if decider is not None else ""))
     return out
 
 

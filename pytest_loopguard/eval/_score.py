@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, final
 
-from ..core._model import ReplayResult
+from ..core._model import ReplayResult, plain
 from ..io._runner import execute
 from ..runtime._policy import Policy
 from ._labels import Labels, LoopLabel, RunLabel
@@ -53,7 +53,7 @@ class Event:
 
     call: int
     step: int
-    action: str  # warn | block | stop | fail (the step's combined action)
+    action: str  # warn | block | stop | fail (the step's combined action, its plain name)
     reason: str
 
     @property
@@ -256,7 +256,7 @@ def events(result: ReplayResult) -> tuple[Event, ...]:
             reason = next((v.reason for v in s.verdicts if v.action == s.action), "")
             if any(v.reason == FORCE_DONE for v in s.verdicts):  # a forced done must count as a stop
                 reason = FORCE_DONE
-            out.append(Event(call_at[pos], s.index, s.action, reason))
+            out.append(Event(call_at[pos], s.index, plain(s.action), reason))
     return tuple(out)
 
 

@@ -18,7 +18,7 @@ from typing import Any, Final
 import yaml
 
 from ..core._expect import check
-from ..core._model import ReplayResult, RunExpect, Step, StepExpect, StepResult, Trace
+from ..core._model import ReplayResult, RunExpect, Step, StepExpect, StepResult, Trace, plain
 from ..errors import LoopguardError
 from ._format import expect_to_value, loads, trace_to_mapping
 from ._yamlsplice import REMOVE, Edit, SpliceError, apply_edits, flow
@@ -53,7 +53,7 @@ def observed_trace(trace: Trace, result: ReplayResult) -> Trace:
     """
     counts = {a: n for a, n in result.counts().items() if a not in ("allow", "not_reached")}
     run = RunExpect(
-        outcome=result.outcome,
+        outcome=plain(result.outcome),  # an expectation holds the name as a file writes it
         stopped_by=result.stopped_by,
         stopped_at=result.stopped_at,
         counts=counts or None,
@@ -72,15 +72,16 @@ def observed_trace(trace: Trace, result: ReplayResult) -> Trace:
 
 
 def _observed_step(step: Step, got: StepResult) -> Step:
-    if got.action == "allow" or (got.action == "not_reached" and step.expect is None):
+    action = plain(got.action)  # an expectation holds the name as a file writes it
+    if action == "allow" or (action == "not_reached" and step.expect is None):
         return dataclasses.replace(step, expect=None) if step.expect is not None else step
-    if got.action == "not_reached" or (step.expect is not None and step.expect.short):
-        return dataclasses.replace(step, expect=StepExpect(got.action))
-    decider = next((v for v in got.verdicts if v.action == got.action), None)
+    if action == "not_reached" or (step.expect is not None and step.expect.short):
+        return dataclasses.replace(step, expect=StepExpect(action))
+    decider = next((v for v in got.verdicts if v.action == action), None)
     if decider is None:
-        return dataclasses.replace(step, expect=StepExpect(got.action))
+        return dataclasses.replace(step, expect=StepExpect(action))
     return dataclasses.replace(
-        step, expect=StepExpect(got.action, engine=decider.engine, reason=decider.reason, short=False)
+        step, expect=StepExpect(action, engine=decider.engine, reason=decider.reason, short=False)
     )
 
 
@@ -134,7 +135,7 @@ def expectation_edits(trace: Trace, result: ReplayResult, document: int) -> tupl
             action = m.field.removeprefix("counts.")
             change(("expect", "counts", action), f"expect.{m.field}", m.expected, counts.get(action, 0))
         else:
-            change(("expect", m.field), f"expect.{m.field}", m.expected, getattr(result, m.field))
+            change(("expect", m.field), f"expect.{m.field}", m.expected, m.got)  # the result's, plain
     for index in unchecked_expectations(trace, result):
         change(step_path(index), f"{SCENARIO_STEP_EXPECTS} {index} (no such step: unchecked)", written[index],
                REMOVE)

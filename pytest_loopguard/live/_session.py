@@ -35,6 +35,7 @@ from typing import Any, Literal, final
 
 from ..core._model import (
     DENIED_BY,
+    NOT_REACHED,
     NOT_RUN_HOWS,
     ORIGINS,
     PHASES,
@@ -519,7 +520,7 @@ class Session:
             index = len(self._steps)
             if self.recorder is not None:
                 self.recorder.write(ToolStep(index, self._guarded(call), agent=self.agent), redacted=True)
-            self._steps.append(StepResult(index, "tool", call.tool, "not_reached"))
+            self._steps.append(StepResult(index, "tool", call.tool, NOT_REACHED))
         self._announced = []
 
 

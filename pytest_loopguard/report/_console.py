@@ -124,7 +124,8 @@ def plain_table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str | 
     """tabulate's `simple` table (numbers not parsed) for rows of plain cells, rendered directly; None otherwise.
 
     Plain: every cell a string of printable ASCII without spaces at either end, every row as long as the
-    headers. Such cells are one column wide per character and tabulate changes none of them, so a column is
+    headers (an `Action` or `Outcome` is a string whose text is its value, as tabulate writes it too). Such
+    cells are one column wide per character and tabulate changes none of them, so a column is
     as wide as its widest cell or its header plus two, cells are padded on the right, columns are two spaces
     apart and each line ends without spaces: byte-for-byte what tabulate renders (a property test compares),
     for a corpus summary of a thousand rows in a tenth of tabulate's time. Anything else (wide or control
@@ -135,7 +136,7 @@ def plain_table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str | 
         return None
     columns = list(zip(*rows, strict=True))
     for column in (headers, *columns):
-        if not all(type(cell) is str for cell in column):
+        if not all(isinstance(cell, str) for cell in column):
             return None
         text = "".join(column)
         if not text.isascii() or not text.isprintable():

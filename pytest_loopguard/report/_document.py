@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from .. import __version__
 from ..core._expect import Mismatch
-from ..core._model import ReplayResult
+from ..core._model import ReplayResult, plain
 from ._rule_coverage import coverage_fields, rule_coverage
 from ._tables import CALL_WIDTH, json_entry, mismatch_table
 
@@ -33,7 +33,7 @@ def report_entry(result: ReplayResult, mismatches: Sequence[Mismatch], engines: 
         row: dict[str, Any] = {
             "index": got.index,
             "label": step.label(CALL_WIDTH),
-            "action": got.action,
+            "action": plain(got.action),
             "reason": decider.reason if decider is not None else None,
         }
         # what no verdict says: a call that never ran, the real agent's own compaction

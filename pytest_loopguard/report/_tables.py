@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from ..core._expect import Mismatch, describe_expect
-from ..core._model import SEVERITY, ReplayResult, Step, StepResult, Verdict
+from ..core._model import SEVERITY, ReplayResult, Step, StepResult, Verdict, plain
 from ._console import fit_table
 
 __all__ = [
@@ -145,12 +145,12 @@ def summary_table(results: list[tuple[ReplayResult, list[Mismatch]]]) -> str:
 
 
 def json_entry(result: ReplayResult, mismatches: Sequence[Mismatch]) -> dict[str, Any]:
-    """One trace's entry in the JSON report."""
+    """One trace's entry in the JSON report: plain data (under xdist it travels to the controller)."""
     return {
         "trace": result.trace.name,
         "file": result.trace.path,
         "policy": result.policy,
-        "outcome": result.outcome,
+        "outcome": plain(result.outcome),
         "stopped_at": result.stopped_at,
         "stopped_by": result.stopped_by,
         "counts": result.counts(),

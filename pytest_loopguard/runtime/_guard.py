@@ -31,6 +31,10 @@ from ._records import ToolRecord, deferred, shown_text
 __all__ = ["Clock", "Decision", "Guard", "RunContext", "Turn"]
 
 
+RUNS: Final = frozenset((Action.ALLOW, Action.WARN))  # the actions under which a tool call goes ahead
+_COMPACTING: Final = frozenset((Action.COMPACT, Action.COMPACT_RETRY))
+
+
 @final
 class Decision:
     """The verdicts on one event and their combined action (a plain slots class, immutable by convention)."""
@@ -44,7 +48,7 @@ class Decision:
     @property
     def runs(self) -> bool:
         """Whether a tool call goes ahead (allow or warn)."""
-        return self.action in ("allow", "warn")
+        return self.action in RUNS
 
     @property
     def message(self) -> str:
@@ -64,7 +68,7 @@ class Decision:
         return f"Decision(action={self.action!r}, verdicts={self.verdicts!r})"
 
 
-ALLOW = Decision("allow")
+ALLOW = Decision(Action.ALLOW)
 
 
 def _decide(verdicts: list[Verdict] | None) -> Decision:
@@ -290,7 +294,7 @@ class Guard:
         return self._after_compaction(_decide(fire2(fns, llm, self.run.view)) if fns else ALLOW)
 
     def _after_compaction(self, d: Decision) -> Decision:
-        if not (d.verdicts and any(v.action in ("compact", "compact_retry") for v in d.verdicts)):
+        if not (d.verdicts and any(v.action in _COMPACTING for v in d.verdicts)):
             return d
         extra = fire1(self._compacted, self.run.view)
         if not extra:

@@ -6,12 +6,15 @@ A policy is built from a preset (YAML data in `presets/`), optionally extended b
     policy: {preset: default, loop_guard: {warn_at: 1, block_at: 2}, dedup: false}
     policy: path/to/policy.yaml                        # a file with the mapping form
 
-Unknown presets, engines and settings are errors; values are checked against the settings' types.
+Unknown presets, engines and settings are errors; values are checked against the settings' types. A setting
+whose type names enum members (`warn_action: Literal[Action.WARN, Action.BLOCK]`) is written as the members'
+values (`warn_action: block`) and becomes the member.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import os
 import types
@@ -71,9 +74,14 @@ class Policy:
         return {
             "name": self.name,
             "description": self.description,
-            "engines": {name: dataclasses.asdict(s) for name, s in self.engines.items()},
+            "engines": {name: _plain_settings(s) for name, s in self.engines.items()},
             "tools": [r.to_dict() for r in self.tools],
         }
+
+
+def _plain_settings(settings: Any) -> dict[str, Any]:
+    """A settings instance as plain data: an enum member (an action) as its value, as a policy file writes it."""
+    return {k: v.value if isinstance(v, enum.Enum) else v for k, v in dataclasses.asdict(settings).items()}
 
 
 def _presets_dir() -> Path:
@@ -329,7 +337,7 @@ def coerce_settings(
 def _type_name(tp: Any) -> str:
     origin = get_origin(tp)
     if origin is Literal:
-        return "one of " + ", ".join(repr(a) for a in get_args(tp))
+        return "one of " + ", ".join(repr(a.value if isinstance(a, enum.Enum) else a) for a in get_args(tp))
     if origin in (types.UnionType, typing.Union):
         return " or ".join(_type_name(a) for a in get_args(tp))
     if origin is not None:
@@ -353,8 +361,10 @@ def _coerce(value: Any, tp: Any, where: str, source: str | None) -> Any:
                 continue
         raise bad()
     if origin is Literal:
-        if value in get_args(tp):
-            return value
+        choices = get_args(tp)
+        if value in choices:
+            # a name is its choice: the member itself where the choices are enum members (an action)
+            return next(c for c in choices if c == value) if isinstance(value, str) else value
         raise bad()
     if tp is type(None):
         if value is None:

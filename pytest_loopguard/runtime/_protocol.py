@@ -46,24 +46,31 @@ from collections.abc import Sequence
 from typing import Final, final
 
 from ..core._model import (
+    NOT_REACHED,
     OK,
+    Action,
     Done,
     LLMCall,
     Message,
     Outcome,
     Rejected,
     Step,
+    StepAction,
     ToolCall,
     ToolResult,
     Verdict,
     combine,
     run_end,
 )
-from ._guard import Decision, Guard
+from ._guard import RUNS, Decision, Guard
 
 __all__ = ["AFTER", "ANSWER", "ASK", "BEFORE", "WHOLE", "Run", "turn_plan"]
 
 _CHANGED: Final = ToolResult(changed=True)
+# module globals: cheaper to read than the enums' attributes, on every step
+_ALLOW: Final = Action.ALLOW
+_FAIL: Final = Action.FAIL
+_ENDS: Final = frozenset((Action.STOP, Action.FAIL))  # the actions that end the run
 
 # The stages of a model call and of a tool call: a live driver feeds the first, lets the model answer or the
 # call run, then feeds the second; a recorded step is fed whole. One method per event keeps its order in one
@@ -140,7 +147,7 @@ class Run:
             if not stage & 2:  # not ANSWER
                 return asked
         verdicts = asked + guard.llm_result(llm).verdicts if asked else guard.llm_result(llm).verdicts
-        if llm.error is None and combine(verdicts) != "fail":
+        if llm.error is None and combine(verdicts) != _FAIL:
             verdicts += guard.start_turn(calls, llm).verdicts
         return self._ends(verdicts, index) if verdicts else verdicts
 
@@ -174,7 +181,7 @@ class Run:
             if opens is not None:
                 guard.end_turn()
                 opened = guard.start_turn(opens).verdicts
-                if opened and combine(opened) in ("stop", "fail"):
+                if opened and combine(opened) in _ENDS:
                     self.before = None  # the run ended before the call: it never reaches the engines
                     self._opened = opened
                     return self._ends(opened, index)
@@ -190,7 +197,7 @@ class Run:
                 return opened
             before = maybe
         action = before.action
-        ran = action == "allow" or action == "warn"
+        ran = action in RUNS
         if not_run and ran:
             guard.not_run(call)
             verdicts = before.verdicts
@@ -202,7 +209,7 @@ class Run:
         if verdicts:
             self._ends(verdicts, index)
         if ran and self.outcome is None and self._kind_of(call) == "done":
-            self.outcome = "completed"
+            self.outcome = Outcome.COMPLETED
         return verdicts
 
     def before_call(self, call: ToolCall, changed: bool, opens: Sequence[ToolCall] | None,
@@ -237,7 +244,7 @@ class Run:
         if verdicts:
             self._ends(verdicts, index)
         if self.outcome is None:
-            self.outcome = "completed"
+            self.outcome = Outcome.COMPLETED
         return verdicts
 
     # ---- a recorded step ------------------------------------------------------------------------------
@@ -266,16 +273,16 @@ class Run:
             return ()  # the real agent's own compaction: recorded for reports, heard by no engine
         return self.done(step.done, step.index)
 
-    def feed_all(self, steps: Sequence[Step]) -> tuple[list[str], dict[int, tuple[Verdict, ...]]]:
+    def feed_all(self, steps: Sequence[Step]) -> tuple[list[StepAction], dict[int, tuple[Verdict, ...]]]:
         """Feed a loaded trace's steps until the run ends: each step's action (`not_reached` once it has ended)
         and, by position, the verdicts of the steps that have any. Each step is `feed`'s, with its two
         commonest kinds dispatched here, so that a replay costs no call per step beyond the protocol's."""
         planned = turn_plan(steps).get
-        actions: list[str] = []
+        actions: list[StepAction] = []
         record = actions.append
         verdicts: dict[int, tuple[Verdict, ...]] = {}
         clock = self._clock
-        tool_call, model_call, feed = self.call, self.model, self.feed
+        tool_call, model_call, feed, allow = self.call, self.model, self.feed, _ALLOW
         for i, step in enumerate(steps):
             if step.kind == "tool":
                 t = step.t
@@ -300,17 +307,17 @@ class Run:
                 verdicts[i] = got
                 record(combine(got))
             else:
-                record("allow")
+                record(allow)
             if self.outcome is not None:
                 break
-        actions += ["not_reached"] * (len(steps) - len(actions))
+        actions += [NOT_REACHED] * (len(steps) - len(actions))
         return actions, verdicts
 
     # ---- the end --------------------------------------------------------------------------------------
     def give_up(self) -> None:
         """The driver ends the run here without a verdict (an error nothing recovers): incomplete."""
         if self.outcome is None:
-            self.outcome = "incomplete"
+            self.outcome = Outcome.INCOMPLETE
 
     def close(self) -> None:
         """No more events: the last turn ends (unless the run already ended)."""
@@ -322,7 +329,8 @@ class Run:
         `max_turns`, else `incomplete`."""
         if self.outcome is not None:
             return self.outcome
-        return "exhausted" if max_turns is not None and self.guard.run.turns >= max_turns else "incomplete"
+        ran_out = max_turns is not None and self.guard.run.turns >= max_turns
+        return Outcome.EXHAUSTED if ran_out else Outcome.INCOMPLETE
 
     def finish(self, max_turns: int | None) -> Outcome:
         """`close`, then the run's `final` outcome, kept as `outcome`."""
@@ -333,7 +341,7 @@ class Run:
     def _ends(self, verdicts: tuple[Verdict, ...], index: int | None) -> tuple[Verdict, ...]:
         """`verdicts` (not empty), ending the run at step `index` when they stop or fail it."""
         action = combine(verdicts)
-        if action == "stop" or action == "fail":
+        if action in _ENDS:
             self.outcome, self.stopped_by = run_end(action, verdicts)
             self.stopped_at = index
         return verdicts

@@ -13,7 +13,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core._model import Outcome, ReplayResult, Step, StepResult, ToolCall, Trace, Verdict, combine
+from ..core._model import (
+    NOT_REACHED,
+    Action,
+    Outcome,
+    ReplayResult,
+    Step,
+    StepResult,
+    ToolCall,
+    Trace,
+    Verdict,
+    combine,
+)
 from ._guard import Clock, Guard
 from ._policy import Policy, resolve_policy
 from ._protocol import Run, turn_plan
@@ -73,7 +84,7 @@ class Replayer:
         """The result of one step; `calls` are the calls of the turn the step starts (None: it starts none)."""
         if self.run.outcome is not None:
             call = step.call
-            return StepResult(step.index, step.kind, call.tool if call is not None else None, "not_reached")
+            return StepResult(step.index, step.kind, call.tool if call is not None else None, NOT_REACHED)
         return self.result_of(step, self.run.feed(step, calls))
 
     @staticmethod
@@ -81,7 +92,7 @@ class Replayer:
         """The result of a reached step given its verdicts."""
         call = step.call
         return StepResult(step.index, step.kind, call.tool if call is not None else None,
-                          combine(verdicts) if verdicts else "allow", verdicts)
+                          combine(verdicts) if verdicts else Action.ALLOW, verdicts)
 
     def finish(self) -> Outcome:
         """The run's outcome once every step was fed: a run recorded with a turn limit (a simulation) that

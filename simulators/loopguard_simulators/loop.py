@@ -20,6 +20,8 @@ from typing import Any, final
 
 from pytest_loopguard.core._conversation import PromptView, Transcript
 from pytest_loopguard.core._model import (
+    NOT_REACHED,
+    Action,
     Done,
     DoneStep,
     LLMCall,
@@ -161,7 +163,7 @@ class AgentLoop:
                 return
             if reply is not None:
                 break
-            if action not in ("retry", "compact_retry"):
+            if action not in _RETRIES:
                 # nothing recovers this error: the runtime gives up and the record ends here (incomplete)
                 protocol.give_up()
                 return
@@ -170,13 +172,15 @@ class AgentLoop:
             index = len(run.steps)
             run.record(DoneStep(index, done, t=clock.now_ms), protocol.done(done, index))
             return
+        ended = False  # the run is going on here (checked above); a call may end it
         for call in reply.calls:
-            if protocol.outcome is not None:  # an earlier call of the turn stopped the run
+            if ended:  # an earlier call of the turn stopped the run
                 run.unreached(ToolStep(len(run.steps), call, t=clock.now_ms))
                 continue
-            self._call(run, call)
+            ended = self._call(run, call)
 
-    def _call(self, run: _Run, call: ToolCall) -> None:
+    def _call(self, run: _Run, call: ToolCall) -> bool:
+        """Run one call of the turn through the protocol, and record it; whether the run has ended."""
         guard, clock, protocol = run.guard, self.clock, run.protocol
         t = clock.now_ms
         index = len(run.steps)
@@ -193,6 +197,7 @@ class AgentLoop:
         run.record(ToolStep(index, call, result, t=t), verdicts)
         if before.runs:
             clock.advance(self.tool_latency_ms)
+        return protocol.outcome is not None
 
     def _recorded(self, run: _Run) -> Trace:
         source: dict[str, Any] = {"kind": "simulated", "agent": "loopguard_simulators.AgentLoop"}
@@ -222,6 +227,7 @@ class AgentLoop:
 
 
 _CHANGED = ToolResult(changed=True)
+_RETRIES = frozenset((Action.RETRY, Action.COMPACT_RETRY))  # the model is called again, in the same turn
 
 
 def _with_tokens(result: ToolResult, view: PromptView, body: str) -> ToolResult:
@@ -241,7 +247,7 @@ class _Run:
         self.results: list[StepResult] = []
         self.model_calls = 0
 
-    def record(self, step: Step, verdicts: tuple[Verdict, ...]) -> str:
+    def record(self, step: Step, verdicts: tuple[Verdict, ...]) -> Action:
         """Record a step and the verdicts the run protocol gave it; their combined action."""
         action = combine(verdicts)
         tool = step.call.tool if step.call is not None else None
@@ -251,4 +257,4 @@ class _Run:
 
     def unreached(self, step: ToolStep) -> None:
         self.steps.append(step)
-        self.results.append(StepResult(step.index, step.kind, step.call.tool, "not_reached"))
+        self.results.append(StepResult(step.index, step.kind, step.call.tool, NOT_REACHED))

@@ -13,11 +13,14 @@ import pytest
 import pytest_loopguard
 
 INTENDED = [
+    "NOT_REACHED",
+    "Action",
     "Clock",
     "Decision",
     "Guard",
     "LoopguardError",
     "LoopguardWarning",
+    "Outcome",
     "Policy",
     "PolicyError",
     "Recorder",
@@ -46,7 +49,7 @@ INTENDED = [
 
 def test_all_is_the_intended_sorted_list() -> None:
     assert pytest_loopguard.__all__ == INTENDED
-    assert sorted(INTENDED) == INTENDED
+    assert ruff_order(INTENDED) == INTENDED
 
 
 def test_every_exported_name_exists() -> None:
@@ -88,7 +91,7 @@ def test_errors_are_also_the_builtins_they_resemble() -> None:
 ROOT_HOMES = {
     "buildinfo": "compiled",
     "errors": "LoopguardError LoopguardWarning PolicyError RedactionError ScenarioError SessionError TraceError",
-    "core._model": "ReplayResult StepResult ToolCall ToolResult Trace Verdict",
+    "core._model": "Action NOT_REACHED Outcome ReplayResult StepResult ToolCall ToolResult Trace Verdict",
     "runtime._policy": "Policy resolve_policy",
     "runtime._guard": "Clock Decision Guard",
     "runtime._replay": "replay",
@@ -100,7 +103,7 @@ ROOT_HOMES = {
 
 
 def test_every_public_name_resolves_to_the_object_its_module_defines() -> None:
-    assert sorted(n for names in ROOT_HOMES.values() for n in names.split()) == INTENDED
+    assert ruff_order([n for names in ROOT_HOMES.values() for n in names.split()]) == INTENDED
     for home, names in ROOT_HOMES.items():
         for name in names.split():
             assert getattr(pytest_loopguard, name) is getattr(importlib.import_module(f"pytest_loopguard.{home}"), name)
@@ -138,8 +141,9 @@ SUBPACKAGES: dict[str, dict[str, str]] = {
                       "ordered_js_json"),
         "_limits": ("MAX_DEPTH MAX_EXTENDS MAX_FILE_BYTES MAX_GENERATED_CHARS MAX_INT MAX_LOG_BYTES MAX_NODES "
                     "MAX_SCENARIO_COUNT MAX_SETTING MAX_SETTING_ITEMS MAX_STEPS MAX_STRING MAX_TURNS"),
-        "_model": ("ACTIONS OUTCOMES PHASES Action Done LLMCall Message Outcome Rejected ReplayResult RunExpect "
-                   "Step StepExpect StepResult StepSource Task ToolCall ToolResult Trace Verdict combine"),
+        "_model": ("ACTIONS NOT_REACHED OUTCOMES PHASES Action Done LLMCall Message NotReached Outcome Rejected "
+                   "ReplayResult RunExpect Step StepAction StepExpect StepResult StepSource Task ToolCall ToolResult "
+                   "Trace Verdict combine plain"),
         "_runcontext": "RunContext Turn",
         "_safeload": "check_json_depth parse_json parse_yaml plain_value read_bytes read_text",
         "_shell": "Command Effect",

@@ -18,8 +18,9 @@ from pytest_loopguard.io._format import validate_paths
 from pytest_loopguard.io._runner import execute
 
 TRACES = Path(__file__).resolve().parents[2] / "traces"
-# budget builds its codes from the budget's name: `_verdict("warn", "failure_streak", ...)` is budget.failure_streak.
-BUDGET_CALL = re.compile(r'_verdict\(\s*"(?:allow|warn|block|stop)",\s*"([a-z_]+)"|_near\(\s*"([a-z_]+)"')
+# budget builds its codes from the budget's name: `_verdict(Action.WARN, "failure_streak", ...)` is
+# budget.failure_streak.
+BUDGET_CALL = re.compile(r'_verdict\(\s*Action\.(?:ALLOW|WARN|BLOCK|STOP),\s*"([a-z_]+)"|_near\(\s*"([a-z_]+)"')
 
 
 @pytest.fixture(scope="module")
