@@ -21,11 +21,12 @@ from typing import IO, Any, Final
 import yaml
 
 from ..errors import TraceError, brief
-from ._limits import MAX_DEPTH, MAX_FILE_BYTES, MAX_INT, MAX_NODES, MAX_STRING
+from ._limits import MAX_DEPTH, MAX_FILE_BYTES, MAX_INT, MAX_INT_DIGITS, MAX_NODES, MAX_STRING
 
 __all__ = [
     "check_json_depth",
     "open_regular",
+    "parse_foreign_json",
     "parse_json",
     "parse_yaml",
     "plain_value",
@@ -47,7 +48,13 @@ ALLOWED_TAGS: Final = frozenset(
 )
 _OPENERS: Final = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSERS: Final = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
-_JSON_TOKENS: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+# a JSON string, then a bracket. The string is the "unrolled loop" with possessive repeats: the regex engine
+# keeps no state per character (the plain `(?:[^"\\]|\\.)*` kept ~115 bytes per character of one string:
+# 1.15 GB for a 9 MB tool output), and none per escape either
+_JSON_TOKENS: Final = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|[\[\]{}]', re.DOTALL)
+# a `\uD800`-`\uDFFF` escape: the only way a lone surrogate gets into a parsed JSON string
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 def read_text(path: str | Path) -> str:
@@ -227,7 +234,7 @@ def parse_json(text: str, path: str | None = None, line: int | None = None) -> A
     if not plain_value([value], 0) or (len(text) > MAX_STRING and _has_long_string(value)):
         check_json_depth(text, path, line)
         check_values(value, path, line)
-    return value
+    return _no_surrogates(text, value)
 
 
 def _has_long_string(value: Any) -> bool:
@@ -250,6 +257,75 @@ def _checked_json(text: str, path: str | None, line: int | None) -> Any:
     except (ValueError, RecursionError) as exc:  # NaN, a number of more than 4300 digits
         raise TraceError(str(exc).split(";")[0], file=path, line=line) from None
     check_values(value, path, line)
+    return _no_surrogates(text, value)
+
+
+def parse_foreign_json(text: str, path: str | None = None, line: int | None = None, *,
+                       expected: str = "a complete JSON document") -> Any:
+    """One JSON value of someone else's log (an agent log, an archive member, a JSONL line, `resolved.json`).
+
+    Unlike a trace, a log may hold integers beyond ±2^53 (ids, nanosecond times) and strings beyond
+    MAX_STRING (import cuts those, with a warning); what it may not hold, each refused as one `TraceError`
+    naming the file (and `line`, a JSONL line's number): nesting deeper than MAX_DEPTH (checked on the text,
+    O(1) memory per character, before the C parser recurses), an integer of more than 4,300 digits (checked
+    by the parser before it converts one), NaN or Infinity (not JSON). A lone surrogate escape (`"\\ud800"`,
+    valid JSON but no character) becomes U+FFFD, as invalid UTF-8 bytes would not: those are refused.
+    """
+    check_json_depth(text, path, line)
+    try:
+        value = _DECODE_FOREIGN(text)
+    except json.JSONDecodeError as exc:
+        at = line if line is not None else exc.lineno
+        where = "on this line " if line is not None else ""
+        raise TraceError(f"invalid JSON {where}({exc.msg}); expected {expected}", file=path, line=at) from None
+    except RecursionError:  # pragma: no cover - check_json_depth refuses far shallower input first
+        raise TraceError(f"nested deeper than {MAX_DEPTH} levels", file=path, line=line) from None
+    except ValueError as exc:  # NaN/Infinity, an integer of more than MAX_INT_DIGITS digits
+        raise TraceError(f"{str(exc).split(';')[0][:200]}; expected {expected}", file=path, line=line) from None
+    return _no_surrogates(text, value)
+
+
+def _foreign_int(digits: str) -> int:
+    # called by the parser with the number's text: the length is checked before int() is asked to convert
+    # it (and raises its own, differently worded ValueError past the interpreter's limit)
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(digits.lstrip('-'))} digits; at most {MAX_INT_DIGITS}")
+    return int(digits)
+
+
+def _foreign_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):  # 1e400: a literal beyond a double is Infinity by another name
+        raise ValueError(f"the number {text[:40]} is beyond a 64-bit float")
+    return number
+
+
+def _foreign_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _no_surrogates(text: str, value: Any) -> Any:
+    """`value` with each lone surrogate in its strings and keys replaced by U+FFFD; a text without a
+    surrogate escape (the common case, one substring search) is returned untouched. No recursion."""
+    if "\\u" not in text or _SURROGATE_ESCAPE.search(text) is None:
+        return value
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    stack = [value] if isinstance(value, (dict, list)) else []
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict) and any(isinstance(k, str) and _SURROGATE.search(k) for k in item):
+            pairs = [(_SURROGATE.sub("\ufffd", k) if isinstance(k, str) else k, v) for k, v in item.items()]
+            item.clear()
+            item.update(pairs)
+        keys = item.keys() if isinstance(item, dict) else range(len(item))
+        for key in list(keys):
+            child = item[key]
+            if isinstance(child, str):
+                if _SURROGATE.search(child):
+                    item[key] = _SURROGATE.sub("\ufffd", child)
+            elif isinstance(child, (dict, list)):
+                stack.append(child)
     return value
 
 
@@ -280,6 +356,8 @@ def _reject_constant(name: str) -> Any:
 
 # one decoder for every call (json.loads builds a new one per call when given parse_constant)
 _DECODE: Final = json.JSONDecoder(parse_constant=_reject_constant).decode
+_DECODE_FOREIGN: Final = json.JSONDecoder(parse_constant=_foreign_constant, parse_int=_foreign_int,
+                                          parse_float=_foreign_float).decode
 
 
 def _bad_value(item: Any) -> str | None:
