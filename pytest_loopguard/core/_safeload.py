@@ -14,17 +14,22 @@ import math
 import os
 import re
 import stat
+from collections.abc import Callable, Iterator
 from io import FileIO
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
 import yaml
 
+if TYPE_CHECKING:
+    from tarfile import TarInfo
+
 from ..errors import TraceError, brief
-from ._limits import MAX_DEPTH, MAX_FILE_BYTES, MAX_INT, MAX_INT_DIGITS, MAX_NODES, MAX_STRING
+from ._limits import MAX_DEPTH, MAX_FILE_BYTES, MAX_INT, MAX_INT_DIGITS, MAX_LOG_BYTES, MAX_NODES, MAX_STRING
 
 __all__ = [
     "check_json_depth",
+    "one_line",
     "open_regular",
     "parse_foreign_json",
     "parse_json",
@@ -33,6 +38,7 @@ __all__ = [
     "read_bytes",
     "read_text",
     "regular_fd",
+    "tar_members",
 ]
 
 try:  # the C parser is much faster on large files and is iterative
@@ -55,6 +61,56 @@ _JSON_TOKENS: Final = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|[\[\]{}]', re.DOT
 # a `\uD800`-`\uDFFF` escape: the only way a lone surrogate gets into a parsed JSON string
 _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+# characters that would end or hide the one error line (line breaks, other controls, Unicode separators)
+_NOT_ONE_LINE: Final = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: every control character (a newline in a file or tar member name, tarfile's
+    multi-line message) written as its escape, `\\n` for a newline."""
+    if _NOT_ONE_LINE.search(text) is None:
+        return text
+    return _NOT_ONE_LINE.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def tar_members(path: str | Path, wanted: Callable[[TarInfo], bool],
+                limit: int = MAX_LOG_BYTES) -> Iterator[tuple[str, bytes | TraceError]]:
+    """(member name, its bytes) for each regular member of the archive at `path` that `wanted` accepts, read
+    one at a time in memory (nothing is unpacked to disk); a member over `limit` bytes comes as a
+    `TraceError` naming `ARCHIVE:MEMBER` in place of its bytes, so the others are still read.
+
+    The archive must be a regular file (`regular_fd`: a FIFO is refused, not waited on). A corrupt archive
+    (a truncated stream, a bad header checksum, a broken gzip, bzip2 or xz stream) raises one `TraceError`
+    naming the archive, or `ARCHIVE:MEMBER` when the damage is inside that member, on one line.
+    """
+    import lzma  # archives are rare input: their modules load when one is read
+    import tarfile
+    import zlib
+
+    # what a corrupt archive raises, by layer: tarfile's own, a stream cut short, and each decompressor's
+    archive_errors = (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, OSError, ValueError)
+    archive = one_line(str(path))
+    where = archive
+    fd, _size = regular_fd(path)
+    try:
+        with FileIO(fd, "r") as raw, tarfile.open(fileobj=raw, mode="r:*") as tar:
+            for info in tar:
+                if not info.isfile() or not wanted(info):
+                    continue
+                where = f"{archive}:{one_line(info.name)}"
+                if info.size > limit:
+                    yield info.name, TraceError(f"file too large: {info.size} bytes; at most {limit}", file=where)
+                    continue
+                member = tar.extractfile(info)
+                data = member.read() if member is not None else b""
+                yield info.name, data
+                where = archive
+    except archive_errors as exc:
+        problem = one_line(" ".join(str(exc).split())) or type(exc).__name__
+        raise TraceError(f"unreadable archive ({problem[:200]}); expected a tar archive of agent logs",
+                         file=where) from None
 
 
 def read_text(path: str | Path) -> str:
