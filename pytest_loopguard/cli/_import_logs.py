@@ -365,7 +365,7 @@ def _taken(stem: str, source_key: str, out: Path, index: _Index) -> list[Path] |
     paths = [out / f"{stem}{s}" for s in TRACE_SUFFIXES]
     if any(p.is_symlink() for p in paths):
         return None
-    existing = [p for p in paths if os.path.lexists(p)]
+    existing = [p for p in paths if p.is_file()]  # a folder in the way fails this run's write, said as such
     if all(index.sources(p) == {source_key} for p in existing):
         return existing
     return None

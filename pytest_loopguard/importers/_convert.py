@@ -31,7 +31,10 @@ def import_runs(source: str | Path | Source, fmt: str | None = None,
 
 def to_trace(run: ImportedRun, origin: str | None = None) -> Trace:
     """The loaded `Trace` of an imported run (validated like any trace file)."""
-    return trace_from_mapping(run.trace, path=origin or run.run_id)
+    try:
+        return trace_from_mapping(run.trace, path=origin or run.run_id)
+    except TraceError as exc:  # a value the loader checks without knowing the file: name it
+        raise exc.located(file=origin or run.run_id) from None
 
 
 def import_traces(source: str | Path | Source, fmt: str | None = None) -> list[Trace]:
