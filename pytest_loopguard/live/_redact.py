@@ -26,16 +26,16 @@ __all__ = ["BUILTIN_RULES", "Redactor", "configured_rules"]
 BUILTIN_RULES: tuple[tuple[str, str], ...] = (
     ("private-key",
      r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)"),
-    # a key may be glued to an id with `_` (`run_sk-proj-…`, a common way to join ids): only a letter, digit
-    # or `-` before it means it is part of a longer word
-    ("anthropic-key", r"(?<![A-Za-z0-9-])sk-ant-[A-Za-z0-9_-]{20,}"),
+    # a key may be glued to an id with `_` or `-` (`run_sk-proj-…`, `logs-sk-…`): only a letter or digit before
+    # it means it is part of a longer word
+    ("anthropic-key", r"(?<![A-Za-z0-9])sk-ant-[A-Za-z0-9_-]{20,}"),
     # OpenAI keys (legacy sk-…, sk-proj-…, sk-svcacct-…, sk-admin-…): a digit in the body tells a key
     # from a long hyphenated word that happens to start with "sk-"
-    ("openai-key", r"(?<![A-Za-z0-9-])sk-(?!ant-)(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"),
+    ("openai-key", r"(?<![A-Za-z0-9])sk-(?!ant-)(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"),
     ("aws-access-key-id", r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"),
     ("github-token", r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
     ("slack-token", r"(?<![A-Za-z0-9])xox[abprs]-[A-Za-z0-9-]{10,}"),
-    ("bearer-token", r"\b[Bb]earer\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"),
+    ("bearer-token", r"(?<![A-Za-z0-9])[Bb]earer\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"),
     # the password of a URL's userinfo (`https://user:pass@host`, `postgres://u:p@db`): the user name stays
     ("url-password", r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:(?P<secret>[^\s/?#@]+)@"),
 )

@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import CPU_SECONDS, MEMORY_BYTES, _on_timer, _OverBudget  # noqa: E402
+from harness import CPU_SECONDS, MEMORY_BYTES, _on_timer, _OverBudget
 
 DEFECTS = ("cli", "outside", "invalid", "exception", "hang", "memory", "crash")
 OUT = "out"

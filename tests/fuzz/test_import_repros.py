@@ -85,8 +85,9 @@ def _each_file(*names: str, commands: tuple[str, ...] = ("import", "eval")) -> C
 
 
 def _surrogate_replay(here: Path, tmp: Path) -> list[str]:
-    return (_each_file("surrogate_result.json")(here, tmp) + ok(loopguard("run", here / "trace_surrogate.json", cwd=tmp))
-            + ok(loopguard("validate", here / "trace_surrogate.json", cwd=tmp)))
+    trace = here / "trace_surrogate.json"
+    return (_each_file("surrogate_result.json")(here, tmp) + ok(loopguard("run", trace, cwd=tmp))
+            + ok(loopguard("validate", trace, cwd=tmp)))
 
 
 def _fails_validate(here: Path, tmp: Path) -> list[str]:
