@@ -327,18 +327,37 @@ def parse_foreign_json(text: str, path: str | None = None, line: int | None = No
     by the parser before it converts one), NaN or Infinity (not JSON). A lone surrogate escape (`"\\ud800"`,
     valid JSON but no character) becomes U+FFFD, as invalid UTF-8 bytes would not: those are refused.
     """
-    check_json_depth(text, path, line)
     try:
+        # the C decoder guards its own recursion (RecursionError, never a crash): parsing first is safe, and
+        # the depth is then checked on the value, which costs a fifth of scanning the text again
         value = _DECODE_FOREIGN(text)
     except json.JSONDecodeError as exc:
+        check_json_depth(text, path, line)  # deep and broken: the depth is what to fix first
         at = line if line is not None else exc.lineno
         where = "on this line " if line is not None else ""
         raise TraceError(f"invalid JSON {where}({exc.msg}); expected {expected}", file=path, line=at) from None
-    except RecursionError:  # pragma: no cover - check_json_depth refuses far shallower input first
+    except RecursionError:
+        check_json_depth(text, path, line)  # says where
         raise TraceError(f"nested deeper than {MAX_DEPTH} levels", file=path, line=line) from None
     except ValueError as exc:  # NaN/Infinity, an integer of more than MAX_INT_DIGITS digits
         raise TraceError(f"{str(exc).split(';')[0][:200]}; expected {expected}", file=path, line=line) from None
+    if isinstance(value, (dict, list)) and _deeper_than_max(value):
+        check_json_depth(text, path, line)  # says where
+        raise TraceError(f"nested deeper than {MAX_DEPTH} levels", file=path, line=line)
     return _no_surrogates(text, value)
+
+
+def _deeper_than_max(value: dict[str, Any] | list[Any]) -> bool:
+    """Whether a parsed JSON value nests deeper than MAX_DEPTH (no recursion; scalars are not visited)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if level > MAX_DEPTH:
+            return True
+        for child in item.values() if type(item) is dict else item:
+            if type(child) is dict or type(child) is list:
+                stack.append((child, level + 1))
+    return False
 
 
 def _foreign_int(digits: str) -> int:
