@@ -210,3 +210,15 @@ def test_the_depth_scan_keeps_no_memory_per_character() -> None:
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 100_000  # the old scan kept ~115 bytes per character: 115 MB here
+
+
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_a_trace_with_a_lone_surrogate_replays(tmp_path: Path, suffix: str) -> None:
+    header = {"loopguard": 1, "name": "s"}
+    steps = [{"tool": "read", "args": {"p": "a"}, "result": {"ok": ok, "text": "x\ud800y"}} for ok in (True, False)]
+    text = (json.dumps({**header, "steps": steps}) if suffix == ".json"
+            else "\n".join(json.dumps(line) for line in [header, *steps]))  # json.dumps writes "\ud800"
+    trace = tmp_path / f"s{suffix}"
+    trace.write_text(text, encoding="utf-8")
+    assert cli.main(["validate", str(trace)]) == 0
+    assert cli.main(["run", str(trace)]) == 0
