@@ -222,3 +222,19 @@ def test_a_trace_with_a_lone_surrogate_replays(tmp_path: Path, suffix: str) -> N
     trace.write_text(text, encoding="utf-8")
     assert cli.main(["validate", str(trace)]) == 0
     assert cli.main(["run", str(trace)]) == 0
+
+
+def test_an_openhands_row_with_odd_types_is_imported_not_a_bug(tmp_path: Path) -> None:
+    # found by the import fuzz profile: a model response's `message` that is a string, not a mapping
+    real = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "real" / "openhands"
+    row = json.loads((real / "multi_swe_bench_examples" / "output.jsonl").read_text().splitlines()[0])
+    bent = 0
+    for event in row["history"]:
+        response = event.get("tool_call_metadata", {}).get("model_response") if isinstance(event, dict) else None
+        if isinstance(response, dict) and response.get("choices"):
+            response["choices"][0]["message"] = "a string"
+            bent += 1
+    assert bent > 0
+    log = tmp_path / "output.jsonl"
+    log.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    assert cli.main(["import", str(log), "-o", str(tmp_path / "out")]) == 0
