@@ -12,8 +12,10 @@ check can tell what an import wrote outside its output folder. The same seed alw
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
+import lzma
 import random
 import re
 import tarfile
@@ -153,14 +155,20 @@ def mutate(rng: random.Random, base: Base, recipe: list[str]) -> bytes:
 
 
 def _archive(rng: random.Random, members: list[tuple[str, bytes]], recipe: list[str]) -> tuple[str, bytes]:
-    mode, suffix = rng.choice((("w", ".tar"), ("w:gz", ".tar.gz"), ("w:xz", ".tar.xz")))
+    suffix = rng.choice((".tar", ".tar.gz", ".tar.xz"))
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode=mode) as tar:  # type: ignore[call-overload]
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
         for name, data in members:
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     packed = buffer.getvalue()
+    # compressed here, not by tarfile: gzip's header would hold the time it was written (mtime=0: the same
+    # seed gives the same bytes)
+    if suffix == ".tar.gz":
+        packed = gzip.compress(packed, mtime=0)
+    elif suffix == ".tar.xz":
+        packed = lzma.compress(packed)
     recipe.append(f"archive{suffix}")
     if rng.random() < 0.4:
         packed = _bytes_op(rng, packed, recipe)
