@@ -1,6 +1,8 @@
-"""Hostile logs through `loopguard import`, `eval` and a live Session: no planted secret survives anywhere
-(trace files and their names, the table, notes and error lines, a recorded JSONL, every report form), and
-the safe reader's decisions (lone surrogates, big integers, NaN, digits, archives, FIFOs) hold at the CLI."""
+"""Agent logs are untrusted too. Deep JSON inside a log (a tool call's argument string) is kept as text with
+the reason, never parsed by recursion into a crash or an internal error. Hostile logs through `loopguard
+import`, `eval` and a live Session: no planted secret survives anywhere (trace files and their names, the
+table, notes and error lines, a recorded JSONL, every report form), and the safe reader's decisions (lone
+surrogates, big integers, NaN, digits, archives, FIFOs) hold at the CLI."""
 
 from __future__ import annotations
 
@@ -20,8 +22,10 @@ from planted_secrets import (
 )
 
 from pytest_loopguard import Session, ToolCall, ToolResult, cli
+from pytest_loopguard.core._limits import MAX_DEPTH
 from pytest_loopguard.core._safeload import check_json_depth, one_line, parse_foreign_json, parse_json
 from pytest_loopguard.errors import TraceError
+from pytest_loopguard.importers.build import parse_arguments
 
 
 def chat_log(run_id: str, args: dict[str, object]) -> dict[str, object]:
@@ -238,3 +242,16 @@ def test_an_openhands_row_with_odd_types_is_imported_not_a_bug(tmp_path: Path) -
     log = tmp_path / "output.jsonl"
     log.write_text(json.dumps(row) + "\n", encoding="utf-8")
     assert cli.main(["import", str(log), "-o", str(tmp_path / "out")]) == 0
+
+
+def test_deep_argument_text_is_kept_raw_with_the_reason() -> None:
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    args, extra = parse_arguments(deep)
+    assert args == {} and extra == {"x-arguments": deep,
+                                    "x-arguments-error": f"nested deeper than {MAX_DEPTH} levels"}
+
+
+def test_argument_text_at_the_depth_limit_is_parsed() -> None:
+    inner = MAX_DEPTH - 1
+    args, extra = parse_arguments('{"a": ' + "[" * inner + "]" * inner + "}")
+    assert extra == {} and list(args) == ["a"]
