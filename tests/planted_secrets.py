@@ -54,3 +54,30 @@ def assert_no_planted_secret(text: str) -> None:
     """Fails naming every planted secret (or a recognisable piece of one) found in `text`."""
     found = [s for s in all_secrets() if s in text or s[-20:] in text]
     assert not found, f"planted secrets survived redaction: {found}"
+
+
+# How each planted kind is recognised on its own, as a mapping key, a URL password, a run id or a file name:
+# most kinds carry their vendor prefix; a bearer token is one after the word "Bearer", a private key's body
+# one inside its PEM block (a bare token is no secret to a pattern).
+def recognisable(kind: str) -> str:
+    """The planted secret of `kind` in the form its rule recognises anywhere."""
+    if kind == "bearer-token":
+        return f"Bearer {PLANTED[kind]}"
+    if kind == "private-key-body":
+        return PEM
+    return PLANTED[kind]
+
+
+def url_with_password(kind: str) -> str:
+    """A URL whose password is the planted secret itself (the URL-credential rule redacts any password)."""
+    return f"https://alice:{PLANTED[kind]}@db.example.com:5432/app"
+
+
+def hostile_positions() -> dict[str, Any]:
+    """Every planted kind as a value, a mapping key and a URL password, nested as tool arguments are."""
+    return {
+        "values": {kind: recognisable(kind) for kind in PLANTED},
+        "keys": {recognisable(kind): kind for kind in PLANTED},
+        "urls": [url_with_password(kind) for kind in PLANTED],
+        "user": {USER_SECRET: f"rule {USER_SECRET}"},
+    }

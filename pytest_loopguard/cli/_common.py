@@ -65,8 +65,11 @@ def err(text: str) -> None:
 
 
 def error(text: object) -> None:
-    """One line on stderr with the prefix every command (and argparse) uses for errors."""
-    err(f"loopguard: error: {text}")
+    """One line on stderr with the prefix every command (and argparse) uses for errors; a newline in a file
+    name or in a library's message is written as `\\n`, so the error stays one line."""
+    from ..core._safeload import one_line  # the loader is imported by then: no cost at start-up
+
+    err(f"loopguard: error: {one_line(str(text))}")
 
 
 def print_json(value: Any, stream: TextIO | None = None) -> None:

@@ -16,6 +16,7 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_GENERATED_CHARS",
     "MAX_INT",
+    "MAX_INT_DIGITS",
     "MAX_LOG_BYTES",
     "MAX_NODES",
     "MAX_SCENARIO_COUNT",
@@ -48,6 +49,10 @@ MAX_STRING: Final = 8 * 1024 * 1024
 
 MAX_INT: Final = 2**53
 """Every integer in a file is within ±2^53, the integers a JSON number holds exactly."""
+
+MAX_INT_DIGITS: Final = 4_300
+"""An integer in an agent log (which may exceed MAX_INT: ids, nanosecond times) has at most 4,300 digits,
+Python's own bound on converting text to int; the safe reader checks the length before converting."""
 
 MAX_SETTING: Final = 1_000_000_000
 """Every numeric engine setting (a threshold, window, count, delay or ratio) lies in [0, 10^9]."""

@@ -14,24 +14,31 @@ import math
 import os
 import re
 import stat
+from collections.abc import Callable, Iterator
 from io import FileIO
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
 import yaml
 
+if TYPE_CHECKING:
+    from tarfile import TarInfo
+
 from ..errors import TraceError, brief
-from ._limits import MAX_DEPTH, MAX_FILE_BYTES, MAX_INT, MAX_NODES, MAX_STRING
+from ._limits import MAX_DEPTH, MAX_FILE_BYTES, MAX_INT, MAX_INT_DIGITS, MAX_LOG_BYTES, MAX_NODES, MAX_STRING
 
 __all__ = [
     "check_json_depth",
+    "one_line",
     "open_regular",
+    "parse_foreign_json",
     "parse_json",
     "parse_yaml",
     "plain_value",
     "read_bytes",
     "read_text",
     "regular_fd",
+    "tar_members",
 ]
 
 try:  # the C parser is much faster on large files and is iterative
@@ -47,7 +54,63 @@ ALLOWED_TAGS: Final = frozenset(
 )
 _OPENERS: Final = (yaml.MappingStartEvent, yaml.SequenceStartEvent)
 _CLOSERS: Final = (yaml.MappingEndEvent, yaml.SequenceEndEvent)
-_JSON_TOKENS: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+# a JSON string, then a bracket. The string is the "unrolled loop" with possessive repeats: the regex engine
+# keeps no state per character (the plain `(?:[^"\\]|\\.)*` kept ~115 bytes per character of one string:
+# 1.15 GB for a 9 MB tool output), and none per escape either
+_JSON_TOKENS: Final = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|[\[\]{}]', re.DOTALL)
+# a `\uD800`-`\uDFFF` escape: the only way a lone surrogate gets into a parsed JSON string
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+# characters that would end or hide the one error line (line breaks, other controls, Unicode separators)
+_NOT_ONE_LINE: Final = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: every control character (a newline in a file or tar member name, tarfile's
+    multi-line message) written as its escape, `\\n` for a newline."""
+    if _NOT_ONE_LINE.search(text) is None:
+        return text
+    return _NOT_ONE_LINE.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def tar_members(path: str | Path, wanted: Callable[[TarInfo], bool],
+                limit: int = MAX_LOG_BYTES) -> Iterator[tuple[str, bytes | TraceError]]:
+    """(member name, its bytes) for each regular member of the archive at `path` that `wanted` accepts, read
+    one at a time in memory (nothing is unpacked to disk); a member over `limit` bytes comes as a
+    `TraceError` naming `ARCHIVE:MEMBER` in place of its bytes, so the others are still read.
+
+    The archive must be a regular file (`regular_fd`: a FIFO is refused, not waited on). A corrupt archive
+    (a truncated stream, a bad header checksum, a broken gzip, bzip2 or xz stream) raises one `TraceError`
+    naming the archive, or `ARCHIVE:MEMBER` when the damage is inside that member, on one line.
+    """
+    import lzma  # archives are rare input: their modules load when one is read
+    import tarfile
+    import zlib
+
+    # what a corrupt archive raises, by layer: tarfile's own, a stream cut short, and each decompressor's
+    archive_errors = (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError, OSError, ValueError)
+    archive = one_line(str(path))
+    where = archive
+    fd, _size = regular_fd(path)
+    try:
+        with FileIO(fd, "r") as raw, tarfile.open(fileobj=raw, mode="r:*") as tar:
+            for info in tar:
+                if not info.isfile() or not wanted(info):
+                    continue
+                where = f"{archive}:{one_line(info.name)}"
+                if info.size > limit:
+                    yield info.name, TraceError(f"file too large: {info.size} bytes; at most {limit}", file=where)
+                    continue
+                member = tar.extractfile(info)
+                data = member.read() if member is not None else b""
+                yield info.name, data
+                where = archive
+    except archive_errors as exc:
+        problem = one_line(" ".join(str(exc).split())) or type(exc).__name__
+        raise TraceError(f"unreadable archive ({problem[:200]}); expected a tar archive of agent logs",
+                         file=where) from None
 
 
 def read_text(path: str | Path) -> str:
@@ -227,7 +290,7 @@ def parse_json(text: str, path: str | None = None, line: int | None = None) -> A
     if not plain_value([value], 0) or (len(text) > MAX_STRING and _has_long_string(value)):
         check_json_depth(text, path, line)
         check_values(value, path, line)
-    return value
+    return _no_surrogates(text, value)
 
 
 def _has_long_string(value: Any) -> bool:
@@ -250,6 +313,94 @@ def _checked_json(text: str, path: str | None, line: int | None) -> Any:
     except (ValueError, RecursionError) as exc:  # NaN, a number of more than 4300 digits
         raise TraceError(str(exc).split(";")[0], file=path, line=line) from None
     check_values(value, path, line)
+    return _no_surrogates(text, value)
+
+
+def parse_foreign_json(text: str, path: str | None = None, line: int | None = None, *,
+                       expected: str = "a complete JSON document") -> Any:
+    """One JSON value of someone else's log (an agent log, an archive member, a JSONL line, `resolved.json`).
+
+    Unlike a trace, a log may hold integers beyond ±2^53 (ids, nanosecond times) and strings beyond
+    MAX_STRING (import cuts those, with a warning); what it may not hold, each refused as one `TraceError`
+    naming the file (and `line`, a JSONL line's number): nesting deeper than MAX_DEPTH (checked on the text,
+    O(1) memory per character, before the C parser recurses), an integer of more than 4,300 digits (checked
+    by the parser before it converts one), NaN or Infinity (not JSON). A lone surrogate escape (`"\\ud800"`,
+    valid JSON but no character) becomes U+FFFD, as invalid UTF-8 bytes would not: those are refused.
+    """
+    try:
+        # the C decoder guards its own recursion (RecursionError, never a crash): parsing first is safe, and
+        # the depth is then checked on the value, which costs a fifth of scanning the text again
+        value = _DECODE_FOREIGN(text)
+    except json.JSONDecodeError as exc:
+        check_json_depth(text, path, line)  # deep and broken: the depth is what to fix first
+        at = line if line is not None else exc.lineno
+        where = "on this line " if line is not None else ""
+        raise TraceError(f"invalid JSON {where}({exc.msg}); expected {expected}", file=path, line=at) from None
+    except RecursionError:
+        check_json_depth(text, path, line)  # says where
+        raise TraceError(f"nested deeper than {MAX_DEPTH} levels", file=path, line=line) from None
+    except ValueError as exc:  # NaN/Infinity, an integer of more than MAX_INT_DIGITS digits
+        raise TraceError(f"{str(exc).split(';')[0][:200]}; expected {expected}", file=path, line=line) from None
+    if isinstance(value, (dict, list)) and _deeper_than_max(value):
+        check_json_depth(text, path, line)  # says where
+        raise TraceError(f"nested deeper than {MAX_DEPTH} levels", file=path, line=line)
+    return _no_surrogates(text, value)
+
+
+def _deeper_than_max(value: dict[str, Any] | list[Any]) -> bool:
+    """Whether a parsed JSON value nests deeper than MAX_DEPTH (no recursion; scalars are not visited)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if level > MAX_DEPTH:
+            return True
+        for child in item.values() if type(item) is dict else item:
+            if type(child) is dict or type(child) is list:
+                stack.append((child, level + 1))
+    return False
+
+
+def _foreign_int(digits: str) -> int:
+    # called by the parser with the number's text: the length is checked before int() is asked to convert
+    # it (and raises its own, differently worded ValueError past the interpreter's limit)
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(digits.lstrip('-'))} digits; at most {MAX_INT_DIGITS}")
+    return int(digits)
+
+
+def _foreign_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):  # 1e400: a literal beyond a double is Infinity by another name
+        raise ValueError(f"the number {text[:40]} is beyond a 64-bit float")
+    return number
+
+
+def _foreign_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _no_surrogates(text: str, value: Any) -> Any:
+    """`value` with each lone surrogate in its strings and keys replaced by U+FFFD; a text without a
+    surrogate escape (the common case, one substring search) is returned untouched. No recursion."""
+    if "\\u" not in text or _SURROGATE_ESCAPE.search(text) is None:
+        return value
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    stack = [value] if isinstance(value, (dict, list)) else []
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict) and any(isinstance(k, str) and _SURROGATE.search(k) for k in item):
+            pairs = [(_SURROGATE.sub("\ufffd", k) if isinstance(k, str) else k, v) for k, v in item.items()]
+            item.clear()
+            item.update(pairs)
+        keys = item.keys() if isinstance(item, dict) else range(len(item))
+        for key in list(keys):
+            child = item[key]
+            if isinstance(child, str):
+                if _SURROGATE.search(child):
+                    item[key] = _SURROGATE.sub("\ufffd", child)
+            elif isinstance(child, (dict, list)):
+                stack.append(child)
     return value
 
 
@@ -280,6 +431,8 @@ def _reject_constant(name: str) -> Any:
 
 # one decoder for every call (json.loads builds a new one per call when given parse_constant)
 _DECODE: Final = json.JSONDecoder(parse_constant=_reject_constant).decode
+_DECODE_FOREIGN: Final = json.JSONDecoder(parse_constant=_foreign_constant, parse_int=_foreign_int,
+                                          parse_float=_foreign_float).decode
 
 
 def _bad_value(item: Any) -> str | None:

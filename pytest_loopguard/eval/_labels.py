@@ -16,7 +16,8 @@ from typing import Any, Final, final
 
 import yaml
 
-from ..errors import LoopguardError
+from ..core._safeload import check_yaml_events, read_text
+from ..errors import LoopguardError, TraceError
 
 __all__ = ["EXPECTS", "OUTCOMES", "SHAPES", "Labels", "LabelsError", "LoopLabel", "RunLabel", "load_labels"]
 
@@ -193,11 +194,12 @@ def load_labels(path: str | Path) -> Labels:
     p = Path(path)
     name = str(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise LabelsError(f"cannot read: {exc.strerror}", file=name) from None
-    except UnicodeDecodeError:
-        raise LabelsError("not UTF-8 text", file=name) from None
+        # the safe reader: a regular file (a FIFO is refused, not waited on) of bounded size, UTF-8, and
+        # YAML whose depth, tags and aliases are checked before anything is built
+        text = read_text(p)
+        check_yaml_events(text, name)
+    except TraceError as exc:
+        raise LabelsError(exc.problem, file=name, line=exc.line) from None
     try:
         raw = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:

@@ -7,14 +7,16 @@ never unpacked to disk.
 
 from __future__ import annotations
 
-import json
+import os
 import tarfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Final, final
 
+from ..core._limits import MAX_FILE_BYTES, MAX_LOG_BYTES
 from ..core._model import Trace
+from ..core._safeload import one_line, parse_foreign_json, regular_fd, tar_members
 from ..errors import TraceError
 from ..importers import Source, import_traces, tar_traces
 from ..io._format import load_file
@@ -68,38 +70,51 @@ def _files(paths: Iterable[str | Path], skip: set[Path]) -> Iterator[Path]:
             yield p
 
 
+def _head(path: Path) -> bytes:
+    # through the safe reader's open: a FIFO named `run.json` is refused, not waited on
+    fd, _size = regular_fd(path)
+    try:
+        return os.read(fd, 4096)
+    except OSError as exc:
+        raise TraceError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    finally:
+        os.close(fd)
+
+
 def _is_trace_file(path: Path) -> bool:
     """A loopguard trace (YAML, or JSON/JSONL whose first object has the `loopguard` key) vs a raw log."""
     if path.suffix.lower() in (".yaml", ".yml"):
         return True
     if path.suffix.lower() not in (".json", ".jsonl"):
         return False
-    with path.open("rb") as fh:
-        head = fh.read(4096).lstrip()
+    head = _head(path).lstrip()
     if not head.startswith(b"{"):
         return False
     first = head.split(b"\n", 1)[0]
     try:
-        value = json.loads(first)
-    except ValueError:  # a JSON document spread over lines: look for the key near the top
+        value = parse_foreign_json(first.decode("utf-8"))
+    except (TraceError, UnicodeDecodeError):  # a JSON document spread over lines: the key near the top
         return b'"loopguard"' in head[:200]
     return isinstance(value, Mapping) and "loopguard" in value
 
 
+def _is_resolved(info: tarfile.TarInfo) -> bool:
+    return PurePosixPath(info.name).name == RESOLVED_MEMBER
+
+
 def _resolved_flags(tar: Path) -> dict[str, bool]:
-    with tarfile.open(tar) as tf:
-        for info in tf:
-            if info.isfile() and PurePosixPath(info.name).name == RESOLVED_MEMBER:
-                fh = tf.extractfile(info)
-                if fh is None:  # pragma: no cover - isfile() members always have data
-                    break
-                try:
-                    raw = json.loads(fh.read())
-                except ValueError as exc:
-                    raise TraceError(f"invalid JSON ({exc})", file=f"{tar}:{info.name}") from None
-                if not isinstance(raw, Mapping) or not all(isinstance(v, bool) for v in raw.values()):
-                    raise TraceError("expected a mapping of instance id to true/false", file=f"{tar}:{info.name}")
-                return {str(k): v for k, v in raw.items()}
+    for name, data in tar_members(tar, _is_resolved, MAX_FILE_BYTES):
+        where = f"{one_line(str(tar))}:{one_line(name)}"
+        if isinstance(data, TraceError):
+            raise data
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TraceError(f"not UTF-8 text (byte {exc.start})", file=where) from None
+        raw = parse_foreign_json(text, where, expected="a mapping of instance id to true/false")
+        if not isinstance(raw, Mapping) or not all(isinstance(v, bool) for v in raw.values()):
+            raise TraceError("expected a mapping of instance id to true/false", file=where)
+        return {str(k): v for k, v in raw.items()}
     return {}
 
 
@@ -113,9 +128,9 @@ def _instance_id(member: str) -> str:
 
 def _tar_runs(tar: Path) -> list[ScoredRun]:
     flags = _resolved_flags(tar)
-    with tarfile.open(tar) as tf:
-        members = [i.name for i in tf if i.isfile() and i.name.endswith((".json", ".jsonl", ".traj"))
-                   and PurePosixPath(i.name).name != RESOLVED_MEMBER]
+    # the names only: each log is read (once) by `tar_traces`
+    members = [name for name, _ in tar_members(
+        tar, lambda i: i.name.endswith((".json", ".jsonl", ".traj")) and not _is_resolved(i), limit=-1)]
     runs = []
     for member, trace in tar_traces(tar, members=members):
         flag = flags.get(_instance_id(member))
@@ -125,7 +140,8 @@ def _tar_runs(tar: Path) -> list[ScoredRun]:
 
 
 def _file_runs(path: Path) -> list[ScoredRun]:
-    traces = load_file(path) if _is_trace_file(path) else import_traces(Source.from_path(path))
+    # a log is bounded as `loopguard import` bounds it (MAX_LOG_BYTES), a trace as every trace is
+    traces = load_file(path) if _is_trace_file(path) else import_traces(Source.from_path(path, MAX_LOG_BYTES))
     return [ScoredRun(t, path, i, len(traces)) for i, t in enumerate(traces)]
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..core._limits import MAX_LOG_BYTES
 from ..core._model import Trace
+from ..core._safeload import one_line, tar_members
 from ..errors import TraceError
 from ..io._format import trace_from_mapping
 from .base import ImportedRun, Importer, Source
@@ -30,12 +31,16 @@ def import_runs(source: str | Path | Source, fmt: str | None = None,
 
 def to_trace(run: ImportedRun, origin: str | None = None) -> Trace:
     """The loaded `Trace` of an imported run (validated like any trace file)."""
-    return trace_from_mapping(run.trace, path=origin or run.run_id)
+    try:
+        return trace_from_mapping(run.trace, path=origin or run.run_id)
+    except TraceError as exc:  # a value the loader checks without knowing the file: name it
+        raise exc.located(file=origin or run.run_id) from None
 
 
 def import_traces(source: str | Path | Source, fmt: str | None = None) -> list[Trace]:
-    """`import_runs`, loaded as `Trace` objects."""
-    return [to_trace(run) for run in import_runs(source, fmt)]
+    """`import_runs`, loaded as `Trace` objects (a refusal names the file)."""
+    src = source if isinstance(source, Source) else Source.from_path(source, MAX_LOG_BYTES)
+    return [to_trace(run, src.name) for run in import_runs(src, fmt)]
 
 
 def tar_traces(tar_path: str | Path, fmt: str | None = None,
@@ -48,23 +53,23 @@ def tar_traces(tar_path: str | Path, fmt: str | None = None,
     """
     wanted = set(members) if members is not None else None
     pool = available()
-    with tarfile.open(tar_path) as tar:
-        for info in tar:
-            if not info.isfile() or (wanted is not None and info.name not in wanted):
+
+    def chosen(info: tarfile.TarInfo) -> bool:
+        if wanted is not None:
+            return info.name in wanted
+        return info.name.endswith((".json", ".jsonl", ".traj"))
+
+    # the one safe archive reader: a regular file, bounded members, a corrupt archive as one line
+    for name, data in tar_members(tar_path, chosen):
+        if isinstance(data, TraceError):
+            raise data
+        src = Source.from_bytes(f"{one_line(str(tar_path))}:{one_line(name)}", data)
+        if fmt is None and wanted is None and src.parsed is not None:
+            try:
+                imp = detect(src, pool)
+            except TraceError:
                 continue
-            if wanted is None and not info.name.endswith((".json", ".jsonl", ".traj")):
-                continue
-            fh = tar.extractfile(info)
-            if fh is None:  # pragma: no cover - isfile() members always have data
-                raise TraceError("unreadable tar member", file=f"{tar_path}:{info.name}")
-            data = fh.read()
-            src = Source.from_bytes(f"{tar_path}:{info.name}", data)
-            if fmt is None and wanted is None and src.parsed is not None:
-                try:
-                    imp = detect(src, pool)
-                except TraceError:
-                    continue
-            else:
-                imp = get(fmt, pool) if fmt else detect(src, pool)
-            for run in imp.convert(src):
-                yield info.name, to_trace(run, src.name)
+        else:
+            imp = get(fmt, pool) if fmt else detect(src, pool)
+        for run in imp.convert(src):
+            yield name, to_trace(run, src.name)

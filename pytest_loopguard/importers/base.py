@@ -9,7 +9,6 @@ v1 plus its additions (`rejected` steps, `message.origin`, `result.exit_code`, s
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import unicodedata
 from abc import ABC, abstractmethod
@@ -20,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..core._safeload import check_json_depth, read_bytes
+from ..core._safeload import parse_foreign_json, read_bytes
 from ..errors import TraceError
 
 __all__ = ["ImportedRun", "Importer", "Row", "Source", "trace_name"]
@@ -94,12 +93,8 @@ class Source:
     @cached_property
     def document(self) -> Any:
         """The file parsed as one JSON value; a `TraceError` naming the line if it is not valid JSON."""
-        check_json_depth(self.text, self.name)  # json.loads recurses in C: refuse deep input before it
-        try:
-            return json.loads(self.text)
-        except json.JSONDecodeError as exc:
-            raise TraceError(f"invalid JSON ({exc.msg}); expected a complete JSON document",
-                             file=self.name, line=exc.lineno) from None
+        # the one safe reader of foreign JSON: depth, digits, NaN and surrogates decided there
+        return parse_foreign_json(self.text, self.name)
 
     @cached_property
     def parsed(self) -> Any:
@@ -118,12 +113,7 @@ class Source:
         for n, line in enumerate(self.text.splitlines(), 1):
             if not line.strip():
                 continue
-            check_json_depth(line, self.name, n)
-            try:
-                out.append(Row(n, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise TraceError(f"invalid JSON on this line ({exc.msg}); expected one JSON object per line",
-                                 file=self.name, line=n) from None
+            out.append(Row(n, parse_foreign_json(line, self.name, n, expected="one JSON object per line")))
         return tuple(out)
 
     @cached_property
@@ -133,9 +123,8 @@ class Source:
         if not rest.strip():
             return self.parsed  # one line is the whole document: parse it once, for both
         try:
-            check_json_depth(first)
-            return json.loads(first)
-        except (json.JSONDecodeError, TraceError):
+            return parse_foreign_json(first, self.name, 1)
+        except TraceError:
             return None
 
     @cached_property

@@ -12,7 +12,7 @@ import warnings
 from collections import Counter
 from typing import Any
 
-from ..core._safeload import check_json_depth
+from ..core._safeload import parse_foreign_json
 from ..errors import TraceError
 from .base import ImportedRun, trace_name
 
@@ -81,10 +81,7 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         return raw, {}
     if isinstance(raw, str):
         try:
-            check_json_depth(raw)  # json.loads recurses in C: deep text is refused before it
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            return {}, {"x-arguments": raw, "x-arguments-error": f"invalid JSON: {exc.msg} at char {exc.pos}"}
+            value = parse_foreign_json(raw, expected="a JSON object of arguments")  # the one safe reader
         except TraceError as exc:
             return {}, {"x-arguments": raw, "x-arguments-error": exc.problem}
         if isinstance(value, dict):

@@ -92,9 +92,11 @@ def _model_arguments(meta: dict[str, Any]) -> Any:
         return None
     for choice in choices:
         message = choice.get("message") if isinstance(choice, dict) else None
-        for call in (message or {}).get("tool_calls") or ():
+        calls = message.get("tool_calls") if isinstance(message, dict) else None  # a log's types are not ours
+        for call in calls if isinstance(calls, list) else ():
             if isinstance(call, dict) and call.get("id") == meta.get("tool_call_id"):
-                return (call.get("function") or {}).get("arguments")
+                function = call.get("function")
+                return function.get("arguments") if isinstance(function, dict) else None
     return None
 
 

@@ -9,13 +9,12 @@ one model turn (one `llm` step before them).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..core._safeload import check_json_depth, read_text
+from ..core._safeload import parse_foreign_json, read_text
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
 from .build import ImportedRunBuilder, obj, parse_arguments, result
@@ -41,13 +40,8 @@ def _events(folder: Path, name: str) -> list[tuple[int, dict[str, Any]]]:
         m = EVENT_FILE.match(path.name)
         if not m:
             continue
-        try:
-            text = read_text(path)  # a regular, bounded, UTF-8 file (TraceError otherwise)
-            check_json_depth(text, f"{name}/{path.name}")  # json.loads recurses in C
-            event = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise TraceError(f"invalid JSON ({exc}); expected one OpenHands event object",
-                             file=f"{name}/{path.name}") from None
+        text = read_text(path)  # a regular, bounded, UTF-8 file (TraceError otherwise)
+        event = parse_foreign_json(text, f"{name}/{path.name}", expected="one OpenHands event object")
         if not isinstance(event, dict) or "kind" not in event:
             raise TraceError("expected an OpenHands event: a JSON object with a 'kind'", file=f"{name}/{path.name}",
                              field="kind")

@@ -24,6 +24,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ..core._limits import MAX_INT_DIGITS
+from ..core._safeload import parse_foreign_json
+from ..errors import TraceError
 from .base import ImportedRun
 from .json_log import JsonLogImporter
 from .run_builder import At, RunBuilder, content_text, list_at, mapping_at, parse_arguments
@@ -70,8 +73,10 @@ def attribute_value(value: Any) -> Any:
     number = _get(value, "intValue")
     if number is not None:
         try:
-            return int(number)  # int64 travels as a JSON string
-        except (TypeError, ValueError):
+            # int64 travels as a JSON string; a float (Infinity is refused by the reader, a big one is not)
+            # or a string of more digits than int() converts stays as it is
+            return int(number) if not isinstance(number, str) or len(number) <= MAX_INT_DIGITS else number
+        except (TypeError, ValueError, OverflowError):
             return number
     array = _get(value, "arrayValue")
     if isinstance(array, dict):
@@ -350,8 +355,8 @@ def _messages(span: _Span, key: str) -> list[Mapping[str, Any]]:
                 value = _attributes(event.get("attributes")).get(key)
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
+            value = parse_foreign_json(value)  # the one safe reader: depth, digits, NaN
+        except TraceError:
             return []
     return [m for m in value if isinstance(m, Mapping)] if isinstance(value, list) else []
 

@@ -8,12 +8,11 @@ a shell string (SWE-agent's own commands `open`, `edit`, `goto` ... are shell fu
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from ..core._safeload import check_json_depth
+from ..core._safeload import parse_foreign_json
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
 from .build import ImportedRunBuilder, obj, parse_arguments, result, seq, text_of
@@ -58,10 +57,8 @@ def _structured_calls(history: list[Any]) -> list[dict[str, Any]]:
 def _model(doc: dict[str, Any]) -> str | None:
     raw = doc.get("replay_config")
     try:
-        if isinstance(raw, str):
-            check_json_depth(raw)  # json.loads recurses in C: deep text is refused before it
-        config = json.loads(raw) if isinstance(raw, str) else raw
-    except (json.JSONDecodeError, TraceError):
+        config = parse_foreign_json(raw) if isinstance(raw, str) else raw  # the one safe reader
+    except TraceError:
         return None
     model = config.get("agent", {}).get("model", {}) if isinstance(config, dict) else {}
     name = model.get("name") if isinstance(model, dict) else None

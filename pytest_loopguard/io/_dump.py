@@ -4,8 +4,9 @@ as YAML, JSON or JSONL (the header on the first line, one step per line)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import yaml
 
@@ -172,8 +173,28 @@ def dumps(trace: Trace, fmt: str = "yaml") -> str:
         return json.dumps(mapping, ensure_ascii=False, indent=2, default=_json_default) + "\n"
     if fmt != "yaml":
         raise ValueError(f"unknown format {fmt!r}; expected yaml, json or jsonl")
-    text: str = yaml.dump(mapping, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110)
+    try:
+        text: str = yaml.dump(mapping, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110)
+    except UnicodeEncodeError:
+        # a lone surrogate (a live run's Python string; the readers of foreign input already replace them)
+        # cannot be written as UTF-8, and YAML's `\uD800` escape would not load again: it becomes U+FFFD,
+        # as the readers make it
+        text = yaml.dump(_without_surrogates(mapping), Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+                         width=110)
     return text
+
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_without_surrogates(v) for v in value]
+    return value
 
 
 def _json_default(value: Any) -> Any:
@@ -185,5 +206,10 @@ def _json_default(value: Any) -> Any:
 def dump(trace: Trace, path: str | Path) -> None:
     """Write a trace to `path`, in the format its suffix names."""
     p = Path(path)
-    p.write_text(dumps(trace, file_format(p)), encoding="utf-8")
+    text = dumps(trace, file_format(p))
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate in JSON text: U+FFFD, as in `dumps`'s YAML
+        data = _SURROGATE.sub("\ufffd", text).encode("utf-8")
+    p.write_bytes(data)
 

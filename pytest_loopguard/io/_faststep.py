@@ -88,7 +88,8 @@ def _fast(text: str, index: int) -> Step | dict[str, Any] | None:
     """The step, or the decoded mapping when only its shape is unusual (its values are within bounds, so
     the loader's value checks would pass), or None: the line needs the full checks."""
     # a decoded string is never longer than its line, so a line within MAX_STRING holds no string beyond it
-    if len(text) > MAX_STRING:
+    # ... and a line with a surrogate escape may hold a lone one, which the full reader makes U+FFFD
+    if len(text) > MAX_STRING or "\\ud" in text or "\\uD" in text:
         return None
     try:
         # the C decoder guards its own recursion (RecursionError, never a crash); too deep input falls back,

@@ -26,19 +26,23 @@ __all__ = ["BUILTIN_RULES", "Redactor", "configured_rules"]
 BUILTIN_RULES: tuple[tuple[str, str], ...] = (
     ("private-key",
      r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)"),
-    ("anthropic-key", r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}"),
+    # a key may be glued to an id with `_` or `-` (`run_sk-proj-…`, `logs-sk-…`): only a letter or digit before
+    # it means it is part of a longer word
+    ("anthropic-key", r"(?<![A-Za-z0-9])sk-ant-[A-Za-z0-9_-]{20,}"),
     # OpenAI keys (legacy sk-…, sk-proj-…, sk-svcacct-…, sk-admin-…): a digit in the body tells a key
     # from a long hyphenated word that happens to start with "sk-"
-    ("openai-key", r"(?<![\w-])sk-(?!ant-)(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"),
+    ("openai-key", r"(?<![A-Za-z0-9])sk-(?!ant-)(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"),
     ("aws-access-key-id", r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"),
-    ("github-token", r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+    ("github-token", r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
     ("slack-token", r"(?<![A-Za-z0-9])xox[abprs]-[A-Za-z0-9-]{10,}"),
-    ("bearer-token", r"\b[Bb]earer\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"),
+    ("bearer-token", r"(?<![A-Za-z0-9])[Bb]earer\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"),
+    # the password of a URL's userinfo (`https://user:pass@host`, `postgres://u:p@db`): the user name stays
+    ("url-password", r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:(?P<secret>[^\s/?#@]+)@"),
 )
 
 # every built-in match contains one of these; a text holding none (most texts) skips the built-in rules.
 # Substring tests run at C speed, several times faster than one alternation regex over a long text.
-_BUILTIN_HINTS = ("sk-", "AKIA", "ASIA", "gh", "github_pat_", "xox", "earer", "-----BEGIN")
+_BUILTIN_HINTS = ("sk-", "AKIA", "ASIA", "gh", "github_pat_", "xox", "earer", "-----BEGIN", "://")
 _CUSTOM = "custom"
 _PLACEHOLDER = re.compile(r"<redacted:[a-z0-9][a-z0-9_-]*:[0-9]+>")
 
@@ -139,13 +143,15 @@ class Redactor:
     def value(self, obj: Any) -> Any:
         """`obj` with its strings redacted, recursively through mappings, lists and tuples.
 
-        Mapping keys and non-string scalars are kept; an unchanged container is returned as it is.
+        Mapping keys are strings a secret hides in as well (`{"headers": {KEY: "1"}}`, an env mapping
+        written inside out): string keys are redacted like values. Non-string scalars are kept; an
+        unchanged container is returned as it is.
         """
         if isinstance(obj, str):
             return self.text(obj)
         if isinstance(obj, Mapping):
-            items = {k: self.value(v) for k, v in obj.items()}
-            if all(items[k] is v for k, v in obj.items()):
+            items = {self.text(k) if isinstance(k, str) else k: self.value(v) for k, v in obj.items()}
+            if len(items) == len(obj) and all(k in items and items[k] is v for k, v in obj.items()):
                 return obj
             return items
         if isinstance(obj, list | tuple):

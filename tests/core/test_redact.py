@@ -108,11 +108,12 @@ def test_a_bare_string_is_one_rule_not_a_rule_per_letter() -> None:
     assert Redactor(USER_RULE, builtin=False).text(USER_SECRET) == "<redacted:custom:1>"
 
 
-def test_value_redacts_strings_recursively_and_keeps_keys_and_other_scalars() -> None:
+def test_value_redacts_strings_recursively_keys_too_and_keeps_other_scalars() -> None:
     key = PLANTED["openai-key"]
-    obj = {key: [key, 3, None, {"t": (key, True)}], "n": 1.5}
+    obj = {key: [key, 3, None, {"t": (key, True)}], "n": 1.5, 7: "x"}
     out = Redactor().value(obj)
-    assert out == {key: ["<redacted:openai-key:1>", 3, None, {"t": ("<redacted:openai-key:1>", True)}], "n": 1.5}
+    placeholder = "<redacted:openai-key:1>"
+    assert out == {placeholder: [placeholder, 3, None, {"t": (placeholder, True)}], "n": 1.5, 7: "x"}
 
 
 def test_value_returns_unchanged_containers_as_they_are() -> None:

@@ -140,10 +140,10 @@ def worker() -> None:
 
 
 # ---- parent side ----------------------------------------------------------------------------------------
-def _spawn(repo: Path) -> subprocess.Popen[str]:
+def _spawn(repo: Path, script: Path | None = None) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(repo), "PYTHONHASHSEED": "0"}
     return subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), "--worker"],
+        [sys.executable, str(script or Path(__file__).resolve()), "--worker"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=repo,
     )
 
@@ -156,11 +156,12 @@ def _ended(proc: subprocess.Popen[str]) -> tuple[str, str]:
     return "crash", f"worker exited {code}"
 
 
-def run_inputs(paths: Iterable[Path], repo: Path) -> Iterator[Outcome]:
-    """The outcome of every input, in order; a dead or stuck worker is replaced."""
+def run_inputs(paths: Iterable[Path], repo: Path, script: Path | None = None) -> Iterator[Outcome]:
+    """The outcome of every input, in order; a dead or stuck worker is replaced. `script`: another worker
+    (tests/fuzz/import_worker.py) speaking the same one-line protocol."""
     pending = list(paths)
     while pending:
-        proc = _spawn(repo)
+        proc = _spawn(repo, script)
         assert proc.stdin is not None and proc.stdout is not None
         selector = selectors.DefaultSelector()
         selector.register(proc.stdout, selectors.EVENT_READ)

@@ -98,7 +98,7 @@ def test_openhands_v1_folder(tmp_path: Path) -> None:
 def test_openhands_v1_bad_event_file_is_named(tmp_path: Path) -> None:
     folder = v1_folder(tmp_path)
     (folder / "event-00003-a2.json").write_text('{"kind": "ActionEvent", ', encoding="utf-8")
-    with pytest.raises(TraceError, match=r"event-00003-a2\.json: invalid JSON"):
+    with pytest.raises(TraceError, match=r"event-00003-a2\.json:1: invalid JSON"):
         import_runs(folder)
 
 
