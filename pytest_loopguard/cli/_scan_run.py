@@ -30,7 +30,7 @@ from ..scan._report import LOOP_HEADERS, TOTAL_HEADERS, loop_entry, loop_rows, s
 from ..scan._report import write_scan_report as write_report
 from ..scan._session import SessionScan, scan_log
 from ._common import EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK, err, error, out, policy_arg, trace_warnings
-from ._import_logs import _fitted, _place, _redacted
+from ._import_logs import _digest, _fitted, _Index, _place, _redacted
 
 __all__ = ["scan"]
 
@@ -190,12 +190,17 @@ def _save(folder: Path, found: list[SessionScan], shown: _Shown) -> list[str]:
         return [f"{shown(folder)}: is a file; expected a folder for the traces (--save)"]
     folder.mkdir(parents=True, exist_ok=True)
     used: set[str] = set()
+    index = _Index(folder)
     written = 0
     for one in found:
-        origin = str(one.trace.path or one.log.path)
-        name, replaced = _place(one.trace.name, origin, folder, used)
+        # identified as `import` identifies a run (digests of the log's resolved path and the run), so saving
+        # the same scan again replaces its traces instead of writing NAME-2 copies
+        identity = str(one.log.path.resolve())
+        source_key, run_key = _digest(identity), _digest(f"{identity}\0{one.run.run_id}")
+        name, replaced = _place(one.trace.name, source_key, run_key, folder, used, index)
         target = folder / f"{name}.yaml"
-        trace = one.trace if name == one.trace.name else dataclasses.replace(one.trace, name=name)
+        source = {**one.trace.source, "x-import-source": source_key, "x-import-run": run_key}
+        trace = dataclasses.replace(one.trace, name=name, source=source)
         try:
             dump(trace, target)
             if target.stat().st_size > MAX_FILE_BYTES:
@@ -204,7 +209,7 @@ def _save(folder: Path, found: list[SessionScan], shown: _Shown) -> list[str]:
                                 "not saved")
                 continue
             for old in replaced:
-                if old != target:
+                if old != target and not old.is_symlink():
                     old.unlink()
         except OSError as exc:
             problems.append(f"{shown(target)}: {exc.strerror}")

@@ -451,3 +451,19 @@ def test_the_bar_shows_only_on_a_terminal() -> None:
     assert pipe.getvalue() == ""
     few = Terminal()
     assert list(_progress(logs[:3], few)) == logs[:3] and few.getvalue() == ""
+
+
+def test_saving_a_scan_again_replaces_its_traces(tmp_path: Path) -> None:
+    # saved traces carry import's identity (digests of the log's path and run), so a second --save into the
+    # same folder refreshes them: no NAME-2 copies, and a hand-written trace of the same name is kept
+    home = build_home(tmp_path / "home", {**QUIET, **{k: v for k, v in LAYOUT.items() if POLLS in k}})
+    saved = tmp_path / "saved"
+    assert run_scan(home, "--save", str(saved))[0] == 1
+    first = sorted(p.name for p in saved.iterdir())
+    assert len(first) == 1
+    assert run_scan(home, "--save", str(saved))[0] == 1
+    assert sorted(p.name for p in saved.iterdir()) == first
+    mine = saved / first[0]
+    mine.write_text("loopguard: 1\nname: mine\nsteps: []\n", encoding="utf-8")
+    assert run_scan(home, "--save", str(saved))[0] == 1
+    assert mine.read_text(encoding="utf-8").startswith("loopguard: 1\nname: mine") and len(list(saved.iterdir())) == 2

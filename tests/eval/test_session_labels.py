@@ -25,7 +25,7 @@ def scored():  # type: ignore[no-untyped-def]
 
 
 def test_every_label_finds_its_session_with_its_call_count(scored) -> None:  # type: ignore[no-untyped-def]
-    labels, runs, labelled = scored
+    labels, _, labelled = scored
     assert labels.base.resolve() == (ROOT.parent / "shared" / "corpus" / "sessions").resolve()
     assert len(labelled) == len(labels.runs) == 13
     formats = {label.format for label in labels.runs}
