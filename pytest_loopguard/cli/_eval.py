@@ -1,6 +1,7 @@
 """`loopguard eval PATHS`: score policies on labelled real runs, side by side, or sweep one setting.
 
     loopguard eval PATHS... [--labels FILE] [--policy P ...] [--json] [--markdown] [--sweep E.S=A..B]
+    loopguard eval --labels FILE [...]    (no PATHS: the runs the labels name, each file once)
 """
 
 from __future__ import annotations
@@ -8,12 +9,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._common import EXIT_OK
+from ._common import EXIT_BAD_INPUT, EXIT_OK, error
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATHS",
-                   help="traces, agent logs (imported) or a tarball of logs with a resolved.json")
+    p.add_argument("paths", nargs="*", metavar="PATHS",
+                   help="traces, agent logs (imported) or a tarball of logs with a resolved.json; "
+                        "none: the files the --labels name")
     p.add_argument("--labels", metavar="FILE", help="loop labels (the format of corpus/real/labels.yaml)")
     p.add_argument("--policy", action="append", metavar="P", help="a preset or policy file; repeatable")
     p.add_argument("--json", action="store_true", help="print every figure and every run's score as JSON")
@@ -35,8 +37,14 @@ def run(args: argparse.Namespace) -> int:
     names: list[str] = args.policy or ["default"]
     policies = [resolve_policy(n) for n in names]  # a bad name fails before any replay
     sweep = parse_sweep(args.sweep) if args.sweep else None
+    if not args.paths and not args.labels:
+        error("eval: name the runs to score (PATHS), or a labels file (--labels) to score the runs it names")
+        return EXIT_BAD_INPUT
     labels = load_labels(args.labels) if args.labels else None
-    runs: list[ScoredRun] = load_runs(args.paths, skip=[args.labels] if args.labels else [])
+    paths = args.paths
+    if not paths and labels is not None:  # the labels say which runs: each file they name, once, in their order
+        paths = list(dict.fromkeys(labels.base / label.file for label in labels.runs))
+    runs: list[ScoredRun] = load_runs(paths, skip=[args.labels] if args.labels else [])
     labelled = match_labels(labels, runs) if labels is not None else {}
     if sweep is not None:
         document: dict[str, Any] = {}

@@ -14,6 +14,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--redact", action="append", default=[], metavar="REGEX",
                    help="also redact what this regex matches; repeatable")
     p.add_argument("--no-redact", action="store_true", help="keep secrets as they are (no redaction at all)")
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.epilog = formats_epilog()
+
+
+def formats_epilog() -> str:
+    """The formats `--from` names, in detection order (the built-ins, then installed plugins' importers)."""
+    from ..importers import available  # the parser of `import` alone is built with it: `import` needs it anyway
+
+    width = max((len(i.name) for i in available()), default=0)
+    lines = [f"  {i.name.ljust(width)}  {i.description}" for i in available()]
+    return "formats (--from FORMAT; detected per file without it; docs/import.md):\n" + "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:

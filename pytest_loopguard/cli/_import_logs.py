@@ -38,7 +38,7 @@ from ._common import err, error
 
 __all__ = ["import_logs"]
 
-LOG_SUFFIXES = (".json", ".jsonl", ".traj")
+LOG_SUFFIXES = (".json", ".jsonl", ".traj", ".aider.chat.history.md")  # aider's history is Markdown
 TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
 TRACE_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")  # what `load` reads: a trace's name in any of them
 ORIGINS = ("user", "harness", "agent", "assistant", "system")
@@ -58,7 +58,8 @@ def _sources(paths: list[str], pool: list[Importer], out: Path) -> Iterator[tupl
         elif path.is_dir():
             found = list(_walk(path, pool, out.resolve()))
             if not found:
-                yield TraceError("no .json, .jsonl or .traj files in this folder", file=one_line(raw))
+                yield TraceError("no .json, .jsonl, .traj or .aider.chat.history.md files in this folder",
+                                 file=one_line(raw))
             yield from found
         elif raw.endswith(TAR_SUFFIXES):
             yield from _tar_sources(path)
@@ -206,10 +207,12 @@ def import_logs(args: argparse.Namespace) -> int:
             if name != trace.name:
                 notes.append(f"{name}: note: the name {trace.name} is another run's (in this import or in {out})")
             c = r.counts
-            rows.append([name, imp.name, c["calls"], c["failed"], c["rejected"], _messages(c), _unmapped(r)])
+            rows.append([name, imp.name, c["calls"], c["failed"], c["denied"], c["cancelled"], c["rejected"],
+                         _messages(c), _unmapped(r)])
             notes += [f"{name}: warning: {one_line(w)}" for w in r.warnings]
     if rows:
-        print(fit_table(rows, ["trace", "from", "calls", "failed", "rejected", "messages", "unmapped"]))
+        print(fit_table(rows, ["trace", "from", "calls", "failed", "denied", "cancelled", "rejected", "messages",
+                               "unmapped"]))
     for note in notes:
         print(note)
     secrets = f", {redactor.count} distinct secrets redacted" if redactor is not None else ", not redacted"

@@ -25,7 +25,8 @@ __all__ = ["CALL_KINDS", "LOG_SUFFIXES", "ScoredRun", "call_count", "load_runs"]
 
 # What labels count as a call: accepted tool calls and model turns the harness rejected (labels.yaml header).
 CALL_KINDS: Final = frozenset({"tool", "rejected"})
-LOG_SUFFIXES: Final = (".yaml", ".yml", ".json", ".jsonl", ".traj")
+# aider keeps its history as Markdown, named `.aider.chat.history.md` (any `*.aider.chat.history.md` too)
+LOG_SUFFIXES: Final = (".yaml", ".yml", ".json", ".jsonl", ".traj", ".aider.chat.history.md")
 TAR_SUFFIXES: Final = (".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz")
 RESOLVED_MEMBER: Final = "resolved.json"
 

@@ -35,7 +35,7 @@ pytest_plugins = ["pytester"]
 
 EXECUTED = ("python", "yaml", "console", "json")
 # what the examples may name, relative to the root (the tests' fixtures too); the package is installed
-MIRRORED = ("traces", "docs", "tests", "README.md", "pyproject.toml")
+MIRRORED = ("traces", "labels", "docs", "tests", "README.md", "pyproject.toml")
 SHARED = ROOT.parent / "shared"  # read-only material beside the repo (CI clones it there too)
 PAGES_WITH_PYTHON = [p for p in markdown_files() if any(b.lang == "python" for b in blocks(p))]
 

@@ -3,11 +3,13 @@ and `default` answers its loops with the rules meant for them (the table in docs
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from pytest_loopguard import resolve_policy
+from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.eval._labels import load_labels
 from pytest_loopguard.eval._runs import load_runs
 from pytest_loopguard.eval._score import match_labels, score_policy
@@ -45,3 +47,11 @@ def test_default_catches_the_rejected_commits_and_the_failed_edit_streaks(scored
     assert score.caught == len(score.flag_loops) == 8
     healthy = [r for r in score.runs if r.label is not None and r.label.healthy]
     assert len(healthy) == 9 and not any(r.warned or r.blocked or r.stopped for r in healthy)
+
+
+def test_eval_with_labels_alone_scores_the_runs_they_name(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["eval", "--labels", str(LABELS), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert (document["runs"], document["labelled"]) == (13, 13)
+    assert cli.main(["eval"]) == 2
+    assert "name the runs to score (PATHS), or a labels file" in capsys.readouterr().err

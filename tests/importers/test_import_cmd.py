@@ -161,7 +161,8 @@ def test_an_empty_folder_and_a_missing_path_are_errors(tmp_path: Path, capsys: p
     (tmp_path / "empty").mkdir()
     assert cli.main(["import", str(tmp_path / "empty"), str(tmp_path / "missing.json"), "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err == [f"loopguard: error: {tmp_path / 'empty'}: no .json, .jsonl or .traj files in this folder",
+    assert err == [f"loopguard: error: {tmp_path / 'empty'}: no .json, .jsonl, .traj or .aider.chat.history.md "
+                   "files in this folder",
                    f"loopguard: error: {tmp_path / 'missing.json'}: no such file or folder; expected an agent log, "
                    "an event folder or a folder of logs"]
 
@@ -301,6 +302,9 @@ class Crashing(Importer):
         yield from source.parsed["crash"]  # an int here: TypeError
 
 
+CRASH_LINE = Crashing.convert.__code__.co_firstlineno + 1  # the line of `yield from` that raises
+
+
 def test_an_importer_that_crashes_costs_only_its_file(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(import_cmd, "available", lambda: [*available(), Crashing()])
@@ -313,7 +317,7 @@ def test_an_importer_that_crashes_costs_only_its_file(
     assert cli.main(["import", str(odd), str(good), "-o", str(out)]) == 3
     err = capsys.readouterr().err
     assert err == (f"loopguard: internal error (please report it): {odd}: the crashing importer failed: "
-                   "TypeError: 'int' object is not iterable at test_import_cmd.py:301 in convert\n")
+                   f"TypeError: 'int' object is not iterable at test_import_cmd.py:{CRASH_LINE} in convert\n")
     assert [p.name for p in out.iterdir()] == ["good.yaml"]
 
 
@@ -385,3 +389,50 @@ def test_a_log_above_the_log_bound_is_one_line(
     src.write_text(json.dumps(mini_log("r")), encoding="utf-8")
     assert cli.main(["import", str(src), "-o", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.startswith(f"loopguard: error: {src}: file too large: ")
+
+
+def test_the_help_lists_every_format_with_its_description(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["import", "--help"]) == 0
+    text = capsys.readouterr().out
+    listed = text.split("formats (--from FORMAT", 1)[1]
+    assert all(f"  {i.name}" in listed and i.description[:40] in listed for i in available())
+    assert "claude-code" in listed and "aider" in listed  # the coding agents' formats among them
+
+
+def test_the_table_counts_calls_that_never_ran(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a Claude Code batch: one call fails, its sibling is cancelled; then one the person refuses
+    def line(n: int, kind: str, message: dict[str, object]) -> str:
+        return json.dumps({"type": kind, "sessionId": "s1", "uuid": f"u{n}", "isSidechain": False,
+                           "timestamp": f"2026-01-01T00:00:{n:02d}Z", "message": message}) + "\n"
+
+    def call(n: int, ids: list[str]) -> str:
+        return line(n, "assistant", {"id": f"m{n}", "role": "assistant", "content": [
+            {"type": "tool_use", "id": i, "name": "Bash", "input": {"command": f"make {i}"}} for i in ids]})
+
+    def result(n: int, call_id: str, text: str) -> str:
+        return line(n, "user", {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": call_id, "content": text, "is_error": True}]})
+
+    log = tmp_path / "s1.jsonl"
+    log.write_text(line(1, "user", {"role": "user", "content": "build it"}) + call(2, ["a", "b"])
+                   + result(3, "a", "Exit code 2") + result(4, "b", "<tool_use_error>Sibling tool call errored"
+                                                                    "</tool_use_error>")
+                   + call(5, ["c"]) + result(6, "c", "The user doesn't want to proceed with this tool use."),
+                   encoding="utf-8")
+    assert cli.main(["import", str(log), "-o", str(tmp_path / "out")]) == 0
+    header, _, row = capsys.readouterr().out.splitlines()[:3]
+    assert header.split()[:7] == ["trace", "from", "calls", "failed", "denied", "cancelled", "rejected"]
+    assert row.split()[:7] == ["s1", "claude-code", "3", "1", "1", "1", "0"]
+
+
+def test_a_folder_of_aider_histories_is_walked(tmp_path: Path) -> None:
+    logs = tmp_path / "repo"
+    logs.mkdir()
+    sessions = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "sessions" / "aider"
+    history = (sessions / "simple-calculator.aider.chat.history.md").read_bytes()
+    (logs / ".aider.chat.history.md").write_bytes(history)  # where aider writes it: the repository's root
+    (logs / "notes.md").write_text("# not a log\n", encoding="utf-8")  # other Markdown is not walked
+    out = tmp_path / "out"
+    assert cli.main(["import", str(logs), "-o", str(out)]) == 0
+    (written,) = out.iterdir()
+    assert sum(1 for s in load(written).steps if s.kind == "tool") == 20  # labels/sessions.yaml's count
