@@ -79,10 +79,17 @@ def test_the_parser_alone_loads_no_command(argv: list[str]) -> None:
     assert [m for m in HEAVY_LIBRARIES if m in loaded] == []
 
 
+# what a command's help shows beyond its options: `import --help` lists every format (the importers' registry)
+HELP_READS = {"import": ("pytest_loopguard.importers", "pytest_loopguard.core")}
+
+
 @pytest.mark.parametrize("name", COMMAND_NAMES)
 def test_a_commands_help_loads_its_module_and_no_implementation(name: str) -> None:
     loaded = loaded_after([name, "--help"])
-    assert {m for m in loaded if m.startswith("pytest_loopguard")} == {*PARSER, f"pytest_loopguard.cli._{name}"}
+    ours = {m for m in loaded if m.startswith("pytest_loopguard")}
+    if name == "import":  # its help lists the formats, each importer's description read from the importer itself
+        ours = {m for m in ours if not m.startswith(HELP_READS[name])}
+    assert ours == {*PARSER, f"pytest_loopguard.cli._{name}"}
     assert [m for m in HEAVY_LIBRARIES if m in loaded] == []
 
 
