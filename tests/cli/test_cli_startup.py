@@ -90,7 +90,9 @@ def test_a_commands_help_loads_its_module_and_no_implementation(name: str) -> No
     if name == "import":  # its help lists the formats, each importer's description read from the importer itself
         ours = {m for m in ours if not m.startswith(HELP_READS[name])}
     assert ours == {*PARSER, f"pytest_loopguard.cli._{name}"}
-    assert [m for m in HEAVY_LIBRARIES if m in loaded] == []
+    # importers read YAML and entry points: `import --help` pays for its list (~0.1 s), no other help does
+    heavy = [m for m in HEAVY_LIBRARIES if m in loaded]
+    assert heavy == [] or name in HELP_READS, heavy
 
 
 def test_the_help_lists_every_command_however_it_is_asked_for(capsys: pytest.CaptureFixture[str]) -> None:
