@@ -28,6 +28,8 @@ EFFECTS: Final = ("read", "search", "list", "write", "revert", "run", "other")
 
 # longer lines skip bashlex (its parser is recursive and slow on huge inputs); shlex is linear
 MAX_BASHLEX_CHARS: Final = 8_000
+# longer lines are read from their first this many characters only (see `_simple_commands`)
+MAX_READ_CHARS: Final = 32_768
 CACHE_SIZE: Final = 4_096
 
 
@@ -53,26 +55,38 @@ class _Simple:
 _HEREDOC: Final = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][\w.-]*)\2")
 
 
-def _strip_bodies(line: str) -> str:
+def _strip_bodies(line: str, limit: int = MAX_READ_CHARS) -> str:
     """Drop here-document bodies and SWE-agent `edit` bodies: they are data, not commands (and bashlex
-    mis-parses quoted delimiters such as `<<'EOF'`)."""
+    mis-parses quoted delimiters such as `<<'EOF'`). Only the first `limit` characters of what is left are
+    sure to be kept (the rest is read no further); a body is skipped by one regex search, not line by line,
+    so the cost follows the lines kept, not the size of the line."""
     if "<<" not in line and "end_of_edit" not in line:
         return line
     out: list[str] = []
-    lines = line.split("\n")
-    i = 0
-    while i < len(lines):
-        current = lines[i]
-        out.append(_HEREDOC.sub("", current))
-        i += 1
+    size = 0  # characters kept so far, newlines between lines included
+    pos, end_at = 0, len(line)
+    while pos <= end_at and size <= limit:
+        newline = line.find("\n", pos)
+        stop = end_at if newline < 0 else newline
+        current = line[pos:stop]
+        kept = _HEREDOC.sub("", current)
+        out.append(kept)
+        size += len(kept) + 1
+        pos = stop + 1
         ends = [m.group(3) for m in _HEREDOC.finditer(current)]
         if current.lstrip().startswith("edit ") or current.strip() == "edit":
             ends.append("end_of_edit")
         for end in ends:
-            while i < len(lines) and lines[i].strip() != end:
-                i += 1
-            i += 1  # the delimiter line itself
+            # the delimiter is a line that is `end` once stripped of whitespace (as `str.strip` strips);
+            # it is skipped too
+            found = _delimiter(end).search(line, pos) if pos <= end_at else None
+            pos = end_at + 1 if found is None else found.end() + 1
     return "\n".join(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _delimiter(end: str) -> re.Pattern[str]:
+    return re.compile(r"^[^\S\n]*" + re.escape(end) + r"[^\S\n]*$", re.MULTILINE)
 
 
 def _bashlex_commands(line: str) -> list[_Simple]:
@@ -281,7 +295,10 @@ def _parsed_commands(text: str) -> list[_Simple]:
 
 
 def _simple_commands(line: str) -> list[_Simple]:
-    text = _strip_bodies(line.replace("\\\n", " "))
+    # a line is read from its first MAX_READ_CHARS characters (here-document bodies left out): the verb and
+    # files of a command of megabytes are at its start, and the `shlex` split costs about 1 µs a character
+    # (more on one long word), which on the 8 MiB a trace's string may hold would take seconds
+    text = _strip_bodies(line.replace("\\\n", " "), MAX_READ_CHARS)[:MAX_READ_CHARS]
     plain = _plain_commands(text) if len(text) <= MAX_BASHLEX_CHARS else None
     return plain if plain is not None else _parsed_commands(text)
 

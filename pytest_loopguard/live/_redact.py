@@ -35,7 +35,9 @@ BUILTIN_RULES: tuple[tuple[str, str], ...] = (
     ("aws-access-key-id", r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"),
     ("github-token", r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
     ("slack-token", r"(?<![A-Za-z0-9])xox[abprs]-[A-Za-z0-9-]{10,}"),
-    ("bearer-token", r"(?<![A-Za-z0-9])[Bb]earer\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"),
+    # the token's body stops before another "Bearer " (a path that names the token twice, `…/x-Bearer T/
+    # y-Bearer T.jsonl`): one span eating the second "Bearer" word would leave the second token bare
+    ("bearer-token", r"(?<![A-Za-z0-9])[Bb]earer\s+(?P<secret>(?:(?![Bb]earer\s)[A-Za-z0-9._~+/-]){16,}=*)"),
     # the password of a URL's userinfo (`https://user:pass@host`, `postgres://u:p@db`): the user name stays
     ("url-password", r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:]*:(?P<secret>[^\s/?#@]+)@"),
 )

@@ -1,7 +1,7 @@
 """The long import/eval fuzz profile: `python tests/fuzz/run_import_fuzz.py --seed S --inputs N` from the repo root.
 
 Draws N hostile agent logs from seed S (tests/fuzz/import_mutations.py, every base file of any size), runs
-each through `import` (+ `validate`) and `eval` in a bounded worker (tests/fuzz/import_worker.py), prints
+each through `import` (+ `validate`), `eval` and `scan` in a bounded worker (tests/fuzz/import_worker.py), prints
 the count per outcome and every defect with the recipe that made it, and exits 1 if there was any defect.
 `--keep DIR` keeps the inputs (default: a temporary folder).
 """

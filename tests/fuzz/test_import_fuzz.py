@@ -1,6 +1,7 @@
 """The fast import/eval fuzz profile: hostile agent logs drawn from the real corpus, the calibration tarball's
 members, the recorded sessions and the SDK fixtures (tests/fuzz/import_mutations.py) must each end, through
-`import` (+ `validate` on its output) and `eval`, accepted or refused in our one-line error naming the input,
+`import` (+ `validate` on its output), `eval` and `scan` (named, with `--save` and `--report`, and found in a
+fake home's agent places), accepted or refused in our one-line error naming the input,
 writing nothing outside the output folder, within the harness's CPU and memory bounds. The long profile:
 `python tests/fuzz/run_import_fuzz.py --seed S --inputs N` (docs/import.md, "Hostile logs")."""
 
