@@ -18,7 +18,6 @@ from types import TracebackType
 from typing import Any, final
 
 from ..core._model import Step, Task, Trace
-from ..io._format import step_to_mapping, trace_to_mapping
 from ._redact import Redactor
 
 __all__ = ["Recorder"]
@@ -74,6 +73,10 @@ class Recorder:
         except FileExistsError:
             raise FileExistsError(f"{self.path}: already exists (pass overwrite=True to replace it)") from None
         self._index = 0
+        # the written form is loaded with the first recorder, not with the package: an agent that embeds
+        # the Guard or a Session without recording never pays for it
+        from ..io._dump import trace_to_mapping
+
         self._line(trace_to_mapping(header, steps=False))
 
     @property
@@ -90,6 +93,8 @@ class Recorder:
 
         `redacted`: its strings already went through this recorder's redactor (skips a second pass).
         """
+        from ..io._dump import step_to_mapping  # loaded by __init__ already: a lookup in sys.modules
+
         self.write_mapping(step_to_mapping(step), redacted=redacted)
 
     def write_mapping(self, raw: Mapping[str, Any], *, redacted: bool = False) -> None:

@@ -60,7 +60,6 @@ from ..core._model import (
     make_step,
 )
 from ..errors import SessionError
-from ..io._format import ORIGIN_ROLES
 from ..runtime._guard import ALLOW, Clock, Decision, Guard
 from ..runtime._policy import resolve_policy
 from ..runtime._protocol import ANSWER, ASK, Run, turn_plan
@@ -528,6 +527,8 @@ def _check_message(msg: Message) -> None:
     if msg.role not in ("user", "system", "assistant"):
         raise ValueError(f"unknown role {msg.role!r}; expected user, system or assistant")
     if msg.origin is not None:
+        from ..io._spec import ORIGIN_ROLES  # the trace format's table, loaded on the first message with an origin
+
         if msg.origin not in ORIGINS:
             raise ValueError(f"unknown origin {msg.origin!r}; expected one of {', '.join(ORIGINS)}")
         if msg.role not in ORIGIN_ROLES[msg.origin]:

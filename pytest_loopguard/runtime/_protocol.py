@@ -141,10 +141,10 @@ class Run:
         the call failed or a verdict on it (`asked`: ASK's) fails the run (the step's verdicts). WHOLE: both,
         for a recorded model call."""
         guard = self.guard
-        if stage & 1:  # ASK (literals: cheaper than the names, on every recorded step)
+        if stage != ANSWER:  # ASK or WHOLE (a comparison of small ints: cheaper than a bit test, every step)
             guard.end_turn()
             asked = guard.before_llm(llm).verdicts
-            if not stage & 2:  # not ANSWER
+            if stage == ASK:
                 return asked
         verdicts = asked + guard.llm_result(llm).verdicts if asked else guard.llm_result(llm).verdicts
         if llm.error is None and combine(verdicts) != _FAIL:
@@ -176,7 +176,7 @@ class Run:
         made; if they blocked it, it is a blocked call; otherwise no engine hears of it after the call (no
         result, not a failure, nothing in the prompt view) and the step's verdicts are those before it."""
         guard = self.guard
-        if stage & 1:  # BEFORE
+        if stage != AFTER:  # BEFORE or WHOLE
             opened: tuple[Verdict, ...] = ()
             if opens is not None:
                 guard.end_turn()
@@ -186,7 +186,7 @@ class Run:
                     self._opened = opened
                     return self._ends(opened, index)
             before = guard.before_call(call, _CHANGED if changed else None)
-            if not stage & 2:  # not AFTER
+            if stage == BEFORE:
                 self.before = before
                 self._opened = opened
                 return opened + before.verdicts if opened else before.verdicts
