@@ -93,6 +93,9 @@ def read_rows(text: str, name: str) -> tuple[list[tuple[int, dict[str, Any]]], l
                 continue
             raise TraceError(f"invalid JSON on this line ({exc.msg}); expected one JSON object per line",
                              file=name, line=n) from None
+        except ValueError as exc:  # an integer past Python's digit limit: refused as the safe reader refuses it
+            raise TraceError(f"a number this line holds cannot be read ({str(exc)[:80]}); expected one JSON "
+                             "object per line", file=name, line=n) from None
         if not isinstance(value, dict):
             raise TraceError(f"expected a JSON object (a Claude Code transcript line), got {type(value).__name__}",
                              file=name, line=n)

@@ -479,3 +479,14 @@ def test_truncated_or_corrupted_files_exit_0_or_2_with_one_line(cut: int, line: 
 def test_dumped_once_more_the_trace_is_unchanged() -> None:
     run = _import(SESSIONS / "spotter-ae4a77f8.jsonl")
     assert dumps(to_trace(run)) == dumps(to_trace(_import(SESSIONS / "spotter-ae4a77f8.jsonl")))
+
+
+def test_an_integer_past_the_digit_limit_is_one_line_exit_2(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # found by the import fuzz profile (seed 48611): a plain ValueError from json.loads on a later line
+    from pytest_loopguard.cli import _main as cli
+
+    fixture = Path(__file__).parent / "fixtures" / "claude_code_int_digits.jsonl"
+    assert cli.main(["import", str(fixture), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("loopguard: error:") and "cannot be read" in err[0]
