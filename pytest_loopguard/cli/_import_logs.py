@@ -30,7 +30,7 @@ from typing import Any
 from ..core._limits import MAX_FILE_BYTES, MAX_INT, MAX_LOG_BYTES, MAX_STRING
 from ..core._safeload import one_line, read_bytes, tar_members
 from ..errors import LoopguardError, TraceError
-from ..importers import ImportedRun, Importer, Source, available, detect, get, to_trace, trace_name
+from ..importers import LOG_SUFFIXES, ImportedRun, Importer, Source, available, detect, get, to_trace, trace_name
 from ..io._format import dump, load_file
 from ..live._redact import Redactor
 from ..report._console import fit_table, progress
@@ -38,7 +38,6 @@ from ._common import err, error
 
 __all__ = ["import_logs"]
 
-LOG_SUFFIXES = (".json", ".jsonl", ".traj", ".aider.chat.history.md")  # aider's history is Markdown
 TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
 TRACE_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")  # what `load` reads: a trace's name in any of them
 ORIGINS = ("user", "harness", "agent", "assistant", "system")

@@ -18,15 +18,15 @@ from ..core._limits import MAX_FILE_BYTES, MAX_LOG_BYTES
 from ..core._model import Trace
 from ..core._safeload import one_line, parse_foreign_json, regular_fd, tar_members
 from ..errors import TraceError
-from ..importers import Source, import_traces, tar_traces
+from ..importers import LOG_SUFFIXES, Source, import_traces, tar_traces
 from ..io._format import load_file
 
-__all__ = ["CALL_KINDS", "LOG_SUFFIXES", "ScoredRun", "call_count", "load_runs"]
+__all__ = ["CALL_KINDS", "RUN_SUFFIXES", "ScoredRun", "call_count", "load_runs"]
 
 # What labels count as a call: accepted tool calls and model turns the harness rejected (labels.yaml header).
 CALL_KINDS: Final = frozenset({"tool", "rejected"})
-# aider keeps its history as Markdown, named `.aider.chat.history.md` (any `*.aider.chat.history.md` too)
-LOG_SUFFIXES: Final = (".yaml", ".yml", ".json", ".jsonl", ".traj", ".aider.chat.history.md")
+# what a folder walk reads: trace files and the agent logs the importers take
+RUN_SUFFIXES: Final = (".yaml", ".yml", *LOG_SUFFIXES)
 TAR_SUFFIXES: Final = (".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz")
 RESOLVED_MEMBER: Final = "resolved.json"
 
@@ -66,7 +66,7 @@ def _files(paths: Iterable[str | Path], skip: set[Path]) -> Iterator[Path]:
             raise TraceError("no such file or folder", file=str(p))
         if p.is_dir():
             yield from sorted(f for f in p.rglob("*") if f.is_file() and f.resolve() not in skip
-                              and (f.name.endswith(LOG_SUFFIXES) or _is_tar(f)))
+                              and (f.name.endswith(RUN_SUFFIXES) or _is_tar(f)))
         else:
             yield p
 
@@ -131,7 +131,7 @@ def _tar_runs(tar: Path) -> list[ScoredRun]:
     flags = _resolved_flags(tar)
     # the names only: each log is read (once) by `tar_traces`
     members = [name for name, _ in tar_members(
-        tar, lambda i: i.name.endswith((".json", ".jsonl", ".traj")) and not _is_resolved(i), limit=-1)]
+        tar, lambda i: i.name.endswith(LOG_SUFFIXES) and not _is_resolved(i), limit=-1)]
     runs = []
     for member, trace in tar_traces(tar, members=members):
         flag = flags.get(_instance_id(member))

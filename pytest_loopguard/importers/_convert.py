@@ -11,7 +11,7 @@ from ..core._model import Trace
 from ..core._safeload import one_line, tar_members
 from ..errors import TraceError
 from ..io._format import trace_from_mapping
-from .base import ImportedRun, Importer, Source
+from .base import LOG_SUFFIXES, ImportedRun, Importer, Source
 from .registry import available, detect, get
 
 __all__ = ["import_runs", "import_traces", "tar_traces", "to_trace"]
@@ -57,7 +57,7 @@ def tar_traces(tar_path: str | Path, fmt: str | None = None,
     def chosen(info: tarfile.TarInfo) -> bool:
         if wanted is not None:
             return info.name in wanted
-        return info.name.endswith((".json", ".jsonl", ".traj"))
+        return info.name.endswith(LOG_SUFFIXES)
 
     # the one safe archive reader: a regular file, bounded members, a corrupt archive as one line
     for name, data in tar_members(tar_path, chosen):

@@ -17,12 +17,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from ..core._safeload import parse_foreign_json, read_bytes
 from ..errors import TraceError
 
-__all__ = ["ImportedRun", "Importer", "Row", "Source", "trace_name"]
+__all__ = ["LOG_SUFFIXES", "ImportedRun", "Importer", "Row", "Source", "trace_name"]
+
+# the names of agent log files a folder walk or an archive offers the importers (aider keeps its history as
+# Markdown, `.aider.chat.history.md`); one list for import, eval, scan and the bench
+LOG_SUFFIXES: Final = (".json", ".jsonl", ".traj", ".aider.chat.history.md")
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,12 +11,11 @@ import time
 from pathlib import Path
 
 from ..core._limits import MAX_LOG_BYTES
-from . import Source, available, detect, tar_traces, to_trace
+from . import LOG_SUFFIXES, Source, available, detect, tar_traces, to_trace
 
 __all__ = ["DEFAULT_PATHS", "import_bench"]
 
 DEFAULT_PATHS = ("../shared/corpus/real", "../shared/corpus/calibration/mini-swe-agent-gemini-3-pro-swebench.tar.gz")
-LOG_SUFFIXES = (".json", ".jsonl", ".traj")
 
 
 def _files(folder: Path) -> list[Path]:

@@ -6,13 +6,13 @@ A new form is a renderer module beside `_markdown` and `_html` and one entry in 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from ._document import report_document
 
-__all__ = ["REPORT_FORMATS", "report_format", "write_report"]
+__all__ = ["REPORT_FORMATS", "report_format", "write_document", "write_report"]
 
 REPORT_FORMATS: Final = {".json": "json", ".md": "markdown", ".html": "html", ".htm": "html"}
 
@@ -28,18 +28,21 @@ def report_format(path: str | Path) -> str:
 
 def write_report(path: str | Path, entries: Iterable[Mapping[str, Any]], meta: Mapping[str, Any]) -> None:
     """Write the report in the form the extension names, creating the folder."""
+    from ._html import render_html
+    from ._markdown import render_markdown
+
+    write_document(path, report_document(entries, meta), render_markdown, render_html)
+
+
+def write_document(path: str | Path, document: Mapping[str, Any], markdown: Callable[[Any], str],
+                   html: Callable[[Any], str]) -> None:
+    """Write `document` in the form `path`'s extension names (JSON as it is, Markdown and HTML by the given
+    renderers), creating the folder: one writer for every report (`run`, `scan`)."""
     form = report_format(path)
-    document = report_document(entries, meta)
     if form == "json":
         text = json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n"
-    elif form == "markdown":
-        from ._markdown import render_markdown
-
-        text = render_markdown(document)
     else:
-        from ._html import render_html
-
-        text = render_html(document)
+        text = markdown(document) if form == "markdown" else html(document)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, final
 
+from ..importers.base import LOG_SUFFIXES
+
 __all__ = ["AGENTS", "LogFile", "agent_homes", "discover", "is_task_folder", "logs_under"]
 
 # the importer names of the agents whose logs `scan` finds by itself, in the order they are listed
@@ -23,7 +25,6 @@ CLINE_EXTENSIONS: Final = ("saoudrizwan.claude-dev", "rooveterinaryinc.roo-cline
 EDITORS: Final = ("Code", "Code - Insiders", "Cursor", "VSCodium", "Windsurf")  # VS Code and its forks
 TASK_FILES: Final = ("api_conversation_history.json", "ui_messages.json")  # what makes a Cline/Roo task folder
 AIDER_HISTORY: Final = ".aider.chat.history.md"
-LOG_SUFFIXES: Final = (".json", ".jsonl", ".traj")
 
 
 @final
@@ -195,5 +196,5 @@ def _walk(folder: Path, seen: set[Path] | None = None) -> Iterator[LogFile]:
     for child in children:
         if child.is_dir():
             yield from _walk(child, seen)
-        elif child.name.endswith(LOG_SUFFIXES) or child.name.endswith(AIDER_HISTORY):
+        elif child.name.endswith(LOG_SUFFIXES):
             yield LogFile(child, None, _mtime(child))

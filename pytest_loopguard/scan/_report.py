@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any, Final
 from .. import __version__
 from ..report._document import _created
 from ..report._markdown import md_table
-from ..report._write import report_format
+from ..report._write import write_document
 from ._loops import Loop
 
 __all__ = ["LOOP_HEADERS", "SCAN_SCHEMA", "TOTAL_HEADERS", "agent_totals", "loop_entry", "loop_rows", "scan_document",
@@ -155,13 +154,4 @@ def render_html(document: Mapping[str, Any]) -> str:
 
 def write_scan_report(path: str | Path, document: Mapping[str, Any]) -> None:
     """Write the document in the form the extension names (.json, .md, .html), creating the folder."""
-    form = report_format(path)
-    if form == "json":
-        text = json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n"
-    elif form == "markdown":
-        text = render_markdown(document)
-    else:
-        text = render_html(document)
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text, encoding="utf-8")
+    write_document(path, document, render_markdown, render_html)

@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_loopguard.importers.base import LOG_SUFFIXES
+
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "corpus"
 FIXTURES = REPO / "tests" / "importers" / "fixtures"
 CALIBRATION = SHARED / "calibration" / "mini-swe-agent-gemini-3-pro-swebench.tar.gz"
-LOG_SUFFIXES = (".json", ".jsonl", ".traj", ".aider.chat.history.md")
 SECRET = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7cDe0f"
 NAMES = ("line\nbreak", "tab\there", "sp ace", "run_" + SECRET, "ユニコード", "x" * 200, "-dash", "a:b", "..dots")
 VALUES: tuple[Any, ...] = (None, True, 0, -1, "", "x", [], {}, [1, "a"], {"k": None}, 2**53 + 1, 2**64, -(2**63),
