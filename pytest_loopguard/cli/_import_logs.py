@@ -30,7 +30,8 @@ from typing import Any
 from ..core._limits import MAX_FILE_BYTES, MAX_INT, MAX_LOG_BYTES, MAX_STRING
 from ..core._safeload import one_line, read_bytes, tar_members
 from ..errors import LoopguardError, TraceError
-from ..importers import LOG_SUFFIXES, ImportedRun, Importer, Source, available, detect, get, to_trace, trace_name
+from ..importers import ImportedRun, Importer, Source, available, detect, get, to_trace, trace_name
+from ..importers.base import LOG_SUFFIXES
 from ..io._format import dump, load_file
 from ..live._redact import Redactor
 from ..report._console import fit_table, progress

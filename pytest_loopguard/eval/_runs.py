@@ -18,7 +18,8 @@ from ..core._limits import MAX_FILE_BYTES, MAX_LOG_BYTES
 from ..core._model import Trace
 from ..core._safeload import one_line, parse_foreign_json, regular_fd, tar_members
 from ..errors import TraceError
-from ..importers import LOG_SUFFIXES, Source, import_traces, tar_traces
+from ..importers import Source, import_traces, tar_traces
+from ..importers.base import LOG_SUFFIXES
 from ..io._format import load_file
 
 __all__ = ["CALL_KINDS", "RUN_SUFFIXES", "ScoredRun", "call_count", "load_runs"]

@@ -13,7 +13,7 @@ from .._lazy import exports
 TYPE_CHECKING = False  # typing's, without importing typing: see pytest_loopguard._lazy
 if TYPE_CHECKING:
     from ._convert import import_runs, import_traces, tar_traces, to_trace
-    from .base import LOG_SUFFIXES, ImportedRun, Importer, Row, Source, trace_name
+    from .base import ImportedRun, Importer, Row, Source, trace_name
     from .bench import import_bench
     from .build import ImportedRunBuilder
     from .recognise import skip_note
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ENTRY_POINT_GROUP",
     "IMPORTERS",
-    "LOG_SUFFIXES",
     "ImportedRun",
     "ImportedRunBuilder",
     "Importer",
@@ -44,7 +43,7 @@ __all__ = [
 
 __getattr__, __dir__ = exports(__name__, {
     "_convert": ("import_runs", "import_traces", "tar_traces", "to_trace"),
-    "base": ("LOG_SUFFIXES", "ImportedRun", "Importer", "Row", "Source", "trace_name"),
+    "base": ("ImportedRun", "Importer", "Row", "Source", "trace_name"),
     "bench": ("import_bench",),
     "build": ("ImportedRunBuilder",),
     "recognise": ("skip_note",),

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 from ..core._limits import MAX_LOG_BYTES
-from . import LOG_SUFFIXES, Source, available, detect, tar_traces, to_trace
+from . import Source, available, detect, tar_traces, to_trace
+from .base import LOG_SUFFIXES
 
 __all__ = ["DEFAULT_PATHS", "import_bench"]
 
