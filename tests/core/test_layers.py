@@ -36,6 +36,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("importers", ("pytest_loopguard.importers",)),
     # what a live agent embeds beside the Guard
     ("live", ("pytest_loopguard.live",)),
+    # the Guard inside agent frameworks: each module drives a live Session from its framework's hook points
+    ("integrations", ("pytest_loopguard.integrations",)),
     ("eval", ("pytest_loopguard.eval",)),
     ("report", ("pytest_loopguard.report",)),
     # `loopguard scan`'s finding, import-in-memory, replay and loop grouping (its report renders with report's
