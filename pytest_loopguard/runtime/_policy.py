@@ -306,6 +306,9 @@ def _apply(base: Policy, overrides: Mapping[str, Any], *, name: str, source: str
             raise PolicyError("expected a mapping of settings, true or false", field=engine, source=source)
         current = engines.get(engine) or settings_cls()
         engines[engine] = coerce_settings(settings_cls, value, base=current, field=engine, source=source)
+    external = engines.get("external")
+    if external is not None and getattr(external, "instead", False):
+        engines = {"external": external}  # a guard process instead of the built-in engines: its verdicts alone
     order = {n: i for i, n in enumerate(ENGINE_ORDER)}
     ordered = dict(sorted(engines.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
     return Policy(name=name, engines=ordered, tools=base.tools, description=base.description, source=base.source)
