@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import shlex
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -56,6 +57,9 @@ class Settings(EngineSettings):
     timeout_s: float = 5.0
     cwd: str | None = None
     instead: bool = False  # the guard replaces the built-in engines (its verdicts alone); else it runs beside them
+    # what run_start tells the guard to follow: a preset name, or a whole policy as `Policy.to_dict` writes it
+    # (default: this policy's name)
+    policy: str | Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.timeout_s <= MAX_TIMEOUT_S:
@@ -114,7 +118,9 @@ class External(Engine):
             task["phase"] = run.task.phase
             if run.task.budget:
                 task["budget"] = dict(run.task.budget)
-        info: dict[str, Any] = {"name": run.name, "task": task, "policy": run.policy.name}
+        told = self.settings.policy
+        info: dict[str, Any] = {"name": run.name, "task": task,
+                                "policy": run.policy.name if told is None else told}
         if run.trace_context:
             info["context"] = dict(run.trace_context)
         self._send(proc, {"op": "run_start", "run": info}, "run_start")

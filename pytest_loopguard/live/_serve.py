@@ -24,7 +24,7 @@ from ..core._wire import PROTOCOL_VERSION, verdict_mapping
 from ..errors import LoopguardError
 from ..io._read import read_step
 from ..runtime._guard import Clock, Decision, Guard
-from ..runtime._policy import Policy, resolve_policy
+from ..runtime._policy import Policy, policy_from_dict, resolve_policy
 from ._recorder import Recorder
 from ._redact import Redactor
 from ._session import monotonic_ms
@@ -161,7 +161,8 @@ class GuardServer:
             spec = info.get("policy") or "default"
             if not isinstance(spec, (str, dict)):
                 raise RequestError(f"run.policy: expected a preset name or a policy mapping, got {_brief(spec)}")
-            policy = resolve_policy(spec)
+            # a whole policy (`Policy.to_dict`'s form, with `engines`) or a policy mapping / preset name
+            policy = policy_from_dict(spec) if isinstance(spec, dict) and "engines" in spec else resolve_policy(spec)
         task_raw = info.get("task") or {}
         if not isinstance(task_raw, dict):
             raise RequestError("run.task: expected an object {objective?, phase?, budget?}")

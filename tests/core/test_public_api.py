@@ -90,7 +90,7 @@ def test_errors_are_also_the_builtins_they_resemble() -> None:
 
 ROOT_HOMES = {
     "buildinfo": "compiled",
-    "errors": "LoopguardError LoopguardWarning PolicyError RedactionError ScenarioError SessionError TraceError",
+    "errors": "GuardProcessError LoopguardError LoopguardWarning PolicyError RedactionError ScenarioError SessionError TraceError",
     "core._model": "Action NOT_REACHED Outcome ReplayResult StepResult ToolCall ToolResult Trace Verdict",
     "runtime._policy": "Policy resolve_policy",
     "runtime._guard": "Clock Decision Guard",
@@ -185,6 +185,7 @@ SUBPACKAGES: dict[str, dict[str, str]] = {
                       "openai_tool_message"),
         "_recorder": "Recorder",
         "_redact": "BUILTIN_RULES Redactor configured_rules",
+        "_serve": "GuardServer serve",
         "_session": "Session ToolReply",
     },
     "eval": {
