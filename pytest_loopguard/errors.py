@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from typing import Any, final
 
 __all__ = [
-    "EXTRA_MODULES", "GuardProcessError", "LoopguardError", "LoopguardWarning", "MissingExtraError", "NotATraceError", "PolicyError",
-    "RedactionError", "ScenarioError", "SessionError", "TraceError", "brief", "needs_extra",
+    "EXTRA_MODULES", "GuardProcessError", "LoopguardError", "LoopguardWarning", "MissingExtraError", "NotATraceError",
+    "PolicyError", "RedactionError", "ScenarioError", "SessionError", "TraceError", "brief", "needs_extra",
 ]
 
 _BRIEF = reprlib.Repr()  # keyword arguments need Python 3.12

@@ -80,7 +80,19 @@ COMMANDS: Final = (
 
 if TYPE_CHECKING:  # mypy checks that every command's module has the interface; nothing is imported here
     from . import (
-        _bench, _conform, _diff, _eval, _import, _matrix, _presets, _replay, _run, _scan, _schema, _serve, _simulate,
+        _bench,
+        _conform,
+        _diff,
+        _eval,
+        _import,
+        _matrix,
+        _presets,
+        _replay,
+        _run,
+        _scan,
+        _schema,
+        _serve,
+        _simulate,
         _validate,
     )
 

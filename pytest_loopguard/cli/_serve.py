@@ -27,9 +27,9 @@ def run(args: argparse.Namespace) -> int:
 
     server = GuardServer(args.policy, record=args.record, redact=not args.no_redact)
     # line-buffered text streams: a reply leaves as soon as it is written
-    stdin = open(sys.stdin.fileno(), encoding="utf-8", errors="surrogateescape", closefd=False)
-    stdout = open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False, buffering=1)
-    serve(stdin, stdout, server)
+    with open(sys.stdin.fileno(), encoding="utf-8", errors="surrogateescape", closefd=False) as stdin, \
+            open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False, buffering=1) as stdout:
+        serve(stdin, stdout, server)
     if server.recorded:
         sys.stderr.write(f"loopguard serve: recorded {len(server.recorded)} run(s): "
                          f"{', '.join(str(p) for p in server.recorded)}\n")

@@ -121,7 +121,8 @@ def _verdict(v: Any, where: str, default_engine: str) -> Verdict:
     if unknown:
         raise WireError(f"{where}: unknown field {str(unknown[0])[:40]!r}; expected action, reason, message, data, "
                         f"engine")
-    action = _ACTIONS.get(v.get("action")) if isinstance(v.get("action"), str) else None
+    raw_action = v.get("action")
+    action = _ACTIONS.get(raw_action) if isinstance(raw_action, str) else None
     if action is None:
         raise WireError(f"{where}.action: expected one of {', '.join(_ACTIONS)}, got {_short(v.get('action'))}")
     reason = v.get("reason")

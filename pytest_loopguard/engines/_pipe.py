@@ -228,14 +228,14 @@ _POOL_FREE: dict[GuardProcess, tuple[Any, ...]] = {}  # processes no run holds, 
 
 def lease(key: tuple[Any, ...], start: Any) -> GuardProcess:
     """A free live process started for `key`, else a new one from `start()`."""
-    for proc, k in list(_POOL_FREE.items()):
+    for free, k in list(_POOL_FREE.items()):
         if k == key:
-            del _POOL_FREE[proc]
-            if proc.alive:
-                return proc
-            proc.kill()
-    proc: GuardProcess = start()
-    return proc
+            del _POOL_FREE[free]
+            if free.alive:
+                return free
+            free.kill()
+    started: GuardProcess = start()
+    return started
 
 
 def release(proc: GuardProcess, key: tuple[Any, ...]) -> None:

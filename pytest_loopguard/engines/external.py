@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from ..core._conversation import PromptView
     from ..core._runcontext import RunContext, Turn
 
-__all__ = ["ENGINE", "External", "Settings", "command_of"]
+__all__ = ["ENGINE", "External", "ExternalSettings", "Settings", "command_of"]
 
 MAX_TIMEOUT_S: Final = 3600.0
 
@@ -72,6 +72,9 @@ class Settings(EngineSettings):
                 raise SettingError("command", f"cannot split the command line: {exc}") from None
 
 
+ExternalSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
+
+
 def command_of(settings: Settings) -> tuple[str, ...]:
     """The guard's argv; a string command is split as a POSIX shell would (without running one)."""
     command = tuple(shlex.split(settings.command)) if isinstance(settings.command, str) else settings.command
@@ -95,13 +98,13 @@ class External(Engine):
     Settings = Settings
     REASONS = ()  # the guard's own codes: not known before it runs
 
-    def __init__(self, settings: Settings, run: RunContext) -> None:
+    def __init__(self, settings: ExternalSettings, run: RunContext) -> None:
         super().__init__(settings, run)
         self._proc: _pipe.GuardProcess | None = None
         self._key = (command_of(settings), settings.timeout_s, settings.cwd)
         self._ids: dict[int, str] = {}  # id(call) -> its id on the wire, for the calls of the current turn
         self._next_id = 0
-        self._finalizer: weakref.finalize | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
 
     # ---- the process -------------------------------------------------------------------------------------
     def _process(self) -> _pipe.GuardProcess:

@@ -118,7 +118,9 @@ def _against_expectations(got: ReplayResult, reasons: bool, messages: bool) -> D
                                       [s.action for s in got.steps], _verdicts_of(got))
     for m in check(got):
         step = trace.steps[m.step] if m.step is not None and m.step < len(trace.steps) else None
-        what = step.call.short(50) if step is not None and step.call is not None else (m.field if m.step is None else "")
+        what = m.field if m.step is None else ""
+        if step is not None and step.call is not None:
+            what = step.call.short(50)
         return Difference(m.step, what, str(m.expected), str(m.got))
     return None
 

@@ -70,7 +70,7 @@ class _Run:
 
     def write(self, kind: str, t: int | None, **fields: Any) -> None:
         if self.recorder is not None:
-            self.recorder.write(make_step(self.steps, kind, t=t, **fields), redacted=True)  # type: ignore[arg-type]
+            self.recorder.write(make_step(self.steps, kind, t=t, **fields), redacted=True)
         self.steps += 1
 
     def flush_llm(self) -> None:
@@ -129,7 +129,8 @@ class GuardServer:
                                    f"got {_brief(r.get('protocol'))}")
             self.greeted = True
             name = self.policy.name if self.policy is not None else None
-            return {"protocol": PROTOCOL_VERSION, "guard": {"name": "loopguard", "version": __version__, "policy": name}}
+            return {"protocol": PROTOCOL_VERSION,
+                    "guard": {"name": "loopguard", "version": __version__, "policy": name}}
         if op == "run_start":
             return self._start(r)
         handler = _EVENTS.get(op) if isinstance(op, str) else None
