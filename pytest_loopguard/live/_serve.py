@@ -203,7 +203,7 @@ class GuardServer:
                 n += 1
                 path = self.record / f"{stem}-{n}.jsonl"
         recorder = Recorder(path, name=name, policy=policy.name, task=task, context=context, redact=self.redact,
-                            source={"recorder": "loopguard serve"})
+                            source={"x-recorder": "loopguard serve"})
         self.recorded.append(path)
         return recorder
 

@@ -41,9 +41,10 @@ PRESETS = preset_names()
 
 
 def served(preset: str, command: list[str] | None = None) -> dict[str, Any]:
-    """`preset`'s tool table, its engines replaced by `loopguard serve --policy preset` over a pipe."""
+    """`preset`'s tool table, its engines replaced by `loopguard serve` over a pipe, told at each run_start to
+    follow `preset` (one process serves every preset's runs: the pool keys on the command)."""
     return {"name": preset, "extends": preset,
-            "external": {"command": command or [*SERVE, "--policy", preset], "instead": True, "timeout_s": 30}}
+            "external": {"command": command or SERVE, "instead": True, "timeout_s": 30, "policy": preset}}
 
 
 def timeline(r: ReplayResult) -> list[Any]:
@@ -96,8 +97,8 @@ steps:
 @pytest.mark.parametrize("preset", ["default", *(pytest.param(p, marks=pytest.mark.slow)
                                                   for p in ("claw-code", "gemini-cli", "openhands"))])
 def test_serve_matches_replay_on_real_sessions_and_on_calls_that_never_ran(preset: str, tmp_path: Path) -> None:
-    traces = [t for agent in ("claude-code", "codex") for p in sorted((SESSIONS / agent).iterdir())
-              for t in import_traces(p)]
+    traces = [t for log in ("claude-code/spotter-fa812bfe.jsonl", "codex/localpush-rollout-2026-02-23T12-40-23.jsonl")
+              for t in import_traces(SESSIONS / log)]
     (tmp_path / "denied.yaml").write_text(DENIED, encoding="utf-8")
     traces += load_file(tmp_path / "denied.yaml")
     kinds = {("not_run" if s.not_run is not None else s.kind) for t in traces for s in t.steps}
@@ -111,12 +112,13 @@ def test_every_message_on_the_pipe_is_one_the_schema_accepts(tmp_path: Path) -> 
     validator = jsonschema.Draft202012Validator(protocol_schema())
     request = {"$ref": "#/$defs/request", "$defs": protocol_schema()["$defs"]}
     reply = {"$ref": "#/$defs/reply", "$defs": protocol_schema()["$defs"]}
-    for trace in TRACES[::6]:
+    (tmp_path / "denied.yaml").write_text(DENIED, encoding="utf-8")
+    for trace in [*TRACES[::12], *load_file(tmp_path / "denied.yaml")]:
         replay(trace, served("default", [sys.executable, TEE, str(log), "default"]))
     lines = log.read_text(encoding="utf-8").splitlines()
     ops = {json.loads(line[2:])["op"] for line in lines if line.startswith("> ")}
     assert {"hello", "run_start", "turn_start", "before_call", "after_call", "before_llm", "llm_result",
-            "turn_end", "message", "run_end"} <= ops
+            "turn_end", "message", "not_run", "run_end"} <= ops
     for line in lines:
         message = json.loads(line[2:])
         errors = list(validator.evolve(schema=request if line.startswith("> ") else reply).iter_errors(message))
