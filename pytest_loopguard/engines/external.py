@@ -39,12 +39,15 @@ from ..core._wire import (
 )
 from ..core.hookspecs import hookimpl
 from ..errors import GuardProcessError
-from . import _pipe
 from .base import Engine, EngineSettings, SettingError
 
 if TYPE_CHECKING:
     from ..core._conversation import PromptView
     from ..core._runcontext import RunContext, Turn
+    from ._pipe import GuardProcess
+
+# `_pipe` (subprocess, select) loads with the first guard process, not with the engine registry: every command
+# reads the registry, few start a guard
 
 __all__ = ["ENGINE", "External", "ExternalSettings", "Settings", "command_of"]
 
@@ -83,13 +86,17 @@ def command_of(settings: Settings) -> tuple[str, ...]:
     return command
 
 
-def _start(settings: Settings) -> _pipe.GuardProcess:
-    return _pipe.GuardProcess(command_of(settings), timeout_s=settings.timeout_s, cwd=settings.cwd)
+def _start(settings: Settings) -> GuardProcess:
+    from ._pipe import GuardProcess
+
+    return GuardProcess(command_of(settings), timeout_s=settings.timeout_s, cwd=settings.cwd)
 
 
-def _let_go(proc: _pipe.GuardProcess, key: tuple[Any, ...]) -> None:
+def _let_go(proc: GuardProcess, key: tuple[Any, ...]) -> None:
     """A run dropped without its end (an abandoned Guard): its process serves the next run, which ends it first."""
-    _pipe.release(proc, key)
+    from ._pipe import release
+
+    release(proc, key)
 
 
 @final
@@ -100,18 +107,20 @@ class External(Engine):
 
     def __init__(self, settings: ExternalSettings, run: RunContext) -> None:
         super().__init__(settings, run)
-        self._proc: _pipe.GuardProcess | None = None
+        self._proc: GuardProcess | None = None
         self._key = (command_of(settings), settings.timeout_s, settings.cwd)
         self._ids: dict[int, str] = {}  # id(call) -> its id on the wire, for the calls of the current turn
         self._next_id = 0
         self._finalizer: weakref.finalize[Any, Any] | None = None
 
     # ---- the process -------------------------------------------------------------------------------------
-    def _process(self) -> _pipe.GuardProcess:
+    def _process(self) -> GuardProcess:
         proc = self._proc
         if proc is not None:
             return proc
-        proc = _pipe.lease(self._key, lambda: _start(self.settings))
+        from ._pipe import lease
+
+        proc = lease(self._key, lambda: _start(self.settings))
         run = self.run
         if proc.open_run:  # the last run on it was abandoned without its end
             proc.request({"op": "run_end", "index": None}, "the end of an earlier run")
@@ -132,7 +141,7 @@ class External(Engine):
         self._finalizer = weakref.finalize(self, _let_go, proc, self._key)
         return proc
 
-    def _send(self, proc: _pipe.GuardProcess, message: dict[str, Any], where: str) -> tuple[Verdict, ...]:
+    def _send(self, proc: GuardProcess, message: dict[str, Any], where: str) -> tuple[Verdict, ...]:
         reply = proc.request(message, where)
         try:
             return verdicts_from_reply(reply, self.name)
@@ -226,7 +235,7 @@ class External(Engine):
         if proc.alive:
             self._send(proc, {"op": "run_end", "index": None, "outcome": outcome}, "run_end")
             proc.open_run = False
-        _pipe.release(proc, self._key)
+        _let_go(proc, self._key)
 
 
 ENGINE = External

@@ -90,8 +90,7 @@ def test_errors_are_also_the_builtins_they_resemble() -> None:
 
 ROOT_HOMES = {
     "buildinfo": "compiled",
-    "errors": ("GuardProcessError LoopguardError LoopguardWarning PolicyError RedactionError ScenarioError SessionError "
-               "TraceError"),
+    "errors": "LoopguardError LoopguardWarning PolicyError RedactionError ScenarioError SessionError TraceError",
     "core._model": "Action NOT_REACHED Outcome ReplayResult StepResult ToolCall ToolResult Trace Verdict",
     "runtime._policy": "Policy resolve_policy",
     "runtime._guard": "Clock Decision Guard",
