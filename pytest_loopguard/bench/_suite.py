@@ -240,6 +240,11 @@ def run_suite(
         rows.append(ratio_row(f"load {fmt}", "event", len(sample.steps), loaded, "—", None,
                               raw_parser_us=round(raw.min_us, 3)))
 
+    from ._pipe import pipe_rows  # processes of its own: started only here
+
+    for row in pipe_rows(traces, repeat):
+        rows.append(dataclasses.replace(row, ratio=row.min_us / floor))
+
     if stream or corpus:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
