@@ -84,7 +84,7 @@ class RecordSession:
         if recording.action == "replay":
             _replay(pyfuncitem, recording)
             return True
-        pytest.fail(recording.error, pytrace=False)
+        pytest.fail(recording.error, pytrace=False)  # missing
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Iterator[None]:
@@ -178,6 +178,8 @@ def loopguard_recorder(request: pytest.FixtureRequest) -> Iterator[Session]:
         pytest.fail(f"{item.nodeid}: the loopguard_recorder fixture records to the file a "
                     "@pytest.mark.loopguard_record(PATH) marker names; the test has none", pytrace=False)
     recording = _plan(item, marker)
+    if recording.action == "error":  # the marker names no usable recording: nothing to set up
+        pytest.fail(recording.error, pytrace=False)
     item.stash[_recording_key] = recording
     try:
         yield _start(item, marker, recording)
@@ -277,15 +279,16 @@ def _start(item: pytest.Item, marker: pytest.Mark, recording: Recording) -> Sess
                 description=header.pop("description", None) or _first_line(getattr(item, "obj", None)),
                 source={"origin": item.nodeid}, **header,
             )
-        session = Session(policy, record=record, **options)
+        recording.session = Session(policy, record=record, **options)
     except RecordingError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        problem = str(exc)
     except (LoopguardError, OSError, TypeError, ValueError) as exc:
         if record is not None:
             record.close()
-        pytest.fail(f"{recording.shown or item.nodeid}: loopguard_recorder: {exc}", pytrace=False)
-    recording.session = session
-    return session
+        problem = f"{recording.shown}: loopguard_recorder: {exc}"
+    if recording.session is None:  # failed outside the except block: one line, no chained traceback
+        pytest.fail(problem, pytrace=False)
+    return recording.session
 
 
 def _policy(item: pytest.Item, spec: Any) -> Any:
@@ -404,7 +407,7 @@ def _commit(item: pytest.Item, recording: Recording) -> None:
 def _replay(item: pytest.Item, recording: Recording) -> None:
     """The recording replayed under the test's policy (else its own) and checked against its expectations."""
     from ..core._expect import check
-    from ..errors import LoopguardError
+    from ..errors import LoopguardError, TraceError
     from ..io._format import load
     from ..io._golden import has_expectations
     from ..report._tables import failure_report
@@ -416,8 +419,14 @@ def _replay(item: pytest.Item, recording: Recording) -> None:
         trace = load(recording.path)
         policy = None if recording.policy is None else _policy(item, recording.policy)
         result = replay(trace, policy)
+    except TraceError as exc:  # named as the test names it, as a trace file's test does
+        problem = str(type(exc)(exc.problem, file=recording.shown, step=exc.step, line=exc.line, field=exc.field))
     except LoopguardError as exc:
-        pytest.fail(f"{recording.shown}: {exc}", pytrace=False)
+        problem = f"{recording.shown}: {exc}"
+    else:
+        problem = ""
+    if problem:  # failed outside the except block: one line, no chained traceback
+        pytest.fail(problem, pytrace=False)
     if not has_expectations(trace):
         pytest.fail(f"{recording.shown}: the recording holds no expectations, so its replay checks nothing; "
                     f"record it again: pytest --loopguard-record=all {shlex.quote(_command_id(item))}",
