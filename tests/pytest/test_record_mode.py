@@ -3,6 +3,7 @@ through pytester on a toy agent that drives a plain Session (no framework)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -397,3 +398,20 @@ def test_a_recording_is_written_whole_then_renamed_into_place(
     assert [(name, old) for name, _, old in renames] == [(f".checkout.jsonl.{os.getpid()}.tmp", before)]
     assert renames[0][1] == recording.read_bytes() and b"make test" in renames[0][1]
     assert leftovers(project.path) == []
+
+
+def test_the_docs_example_records_the_committed_recording(pytester: pytest.Pytester) -> None:
+    # docs/record-mode.md's test replays tests/recordings/checkout.jsonl when the docs are tested, without running
+    # its agent: recorded again here from the page's code, it must give that file's steps and expectations
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "record-mode.md").read_text(encoding="utf-8")
+    source = "\n".join(re.findall(r"^```python\n(.*?)^```", page, re.M | re.S))
+    pytester.makeini("[pytest]\nloopguard_paths = none\n")
+    pytester.makepyfile(test_checkout=source)
+    pytester.runpytest("--loopguard-record=all").assert_outcomes(passed=1)
+
+    def without_times(path: Path) -> list[dict[str, object]]:
+        return [{k: v for k, v in json.loads(line).items() if k != "t"} for line in path.read_text().splitlines()]
+
+    assert without_times(pytester.path / "tests" / "recordings" / "checkout.jsonl") == without_times(
+        root / "tests" / "recordings" / "checkout.jsonl")
