@@ -125,7 +125,7 @@ class Recording:
     path: Path
     shown: str  # as a node id shows it: relative to rootdir
     action: Action
-    policy: Any  # the marker's, the option's, or None (record: `default`; replay: the recording's own)
+    policy: Any  # the marker's, --loopguard-policy, or None (record: `default`; replay: the recording's own)
     error: str = ""
     session: Session | None = None
     partial: Path | None = None  # the recording being written, renamed into place when the body passed
@@ -192,15 +192,16 @@ def _plan(item: pytest.Item, marker: pytest.Mark) -> Recording:
     config = item.config
     state = config.stash[record_key]
     path = _recording_path(item, marker)
-    policy = marker.kwargs.get("policy", _option_policy(config))
+    # the marker's policy file is named from the test's folder, as the recording is; the option's as given
+    policy = _beside_test(item, marker.kwargs["policy"]) if "policy" in marker.kwargs else _option_policy(config)
     if isinstance(path, str):  # a path the marker cannot name
         return Recording(Path(), "", "error", policy, error=f"{item.nodeid}: loopguard_record: {path}")
     shown = _display_path(path, config.rootpath)
-    unknown = sorted(set(marker.kwargs) - {"policy", *_HEADER_KEYS, *_SHARED_KEYS, *_SESSION_KEYS})
+    unknown = sorted(set(marker.kwargs) - {"path", "policy", *_HEADER_KEYS, *_SHARED_KEYS, *_SESSION_KEYS})
     if unknown:
         return Recording(path, shown, "error", policy, error=(
-            f"{item.nodeid}: loopguard_record: unknown keyword {', '.join(map(repr, unknown))}; expected policy or "
-            f"the Session's {', '.join((*_HEADER_KEYS, *_SHARED_KEYS, *_SESSION_KEYS))}"))
+            f"{item.nodeid}: loopguard_record: unknown keyword {', '.join(map(repr, unknown))}; expected path, "
+            f"policy or the Session's {', '.join((*_HEADER_KEYS, *_SHARED_KEYS, *_SESSION_KEYS))}"))
     others = [n for n in state.claims.get(path, ()) if n != item.nodeid]
     if others:
         return Recording(path, shown, "error", policy, error=(
@@ -262,24 +263,24 @@ def _start(item: pytest.Item, marker: pytest.Mark, recording: Recording) -> Sess
     from ..live._recorder import Recorder
     from ..live._session import Session
 
-    options = dict(marker.kwargs)
-    options.pop("path", None)
-    policy = _policy(item, options.pop("policy", recording.policy))
+    options = {k: v for k, v in marker.kwargs.items() if k not in ("path", "policy")}
     header = {k: options.pop(k) for k in _HEADER_KEYS if k in options}
     shared = {k: options[k] for k in _SHARED_KEYS if k in options}
     record: Recorder | None = None
+    problem = ""
     try:
         if recording.action == "record":
             recording.lock = _lock(item, recording)
             recording.path.parent.mkdir(parents=True, exist_ok=True)
             recording.partial = recording.path.with_name(f".{recording.path.name}.{os.getpid()}.partial.jsonl")
             record = Recorder(
-                recording.partial, policy=_header_policy(recording.policy, item, recording.path), overwrite=True,
+                recording.partial, policy=_header_policy(recording.policy, recording.path), overwrite=True,
                 name=header.pop("name", None) or _file_stem(recording.path.stem), **shared,
                 description=header.pop("description", None) or _first_line(getattr(item, "obj", None)),
                 source={"origin": item.nodeid}, **header,
             )
-        recording.session = Session(policy, record=record, **options)
+        recording.session = Session(
+            "default" if recording.policy is None else recording.policy, record=record, **options)
     except RecordingError as exc:
         problem = str(exc)
     except (LoopguardError, OSError, TypeError, ValueError) as exc:
@@ -291,25 +292,27 @@ def _start(item: pytest.Item, marker: pytest.Mark, recording: Recording) -> Sess
     return recording.session
 
 
-def _policy(item: pytest.Item, spec: Any) -> Any:
-    """The spec, with a policy file named relative to the test file's folder (as the recording is)."""
+def _beside_test(item: pytest.Item, spec: Any) -> Any:
+    """The marker's policy, a policy file named relative to the test file's folder."""
     if isinstance(spec, str | os.PathLike) and str(spec).endswith((".yaml", ".yml")):
         path = Path(spec)
         return str(path if path.is_absolute() else item.path.parent / path)
-    return "default" if spec is None else spec
+    return spec
 
 
-def _header_policy(spec: Any, item: pytest.Item, recording: Path) -> Any:
+def _header_policy(spec: Any, recording: Path) -> Any:
     """The policy as the recording's header names it: a policy file relative to the recording, which is where
-    a trace's own policy file is looked up."""
-    if spec is None or not isinstance(spec, str | os.PathLike | Mapping):
-        return "default" if spec is None else getattr(spec, "name", None)
+    a trace's own policy file is looked up; a Policy object by its name."""
+    if spec is None:
+        return "default"
     if isinstance(spec, Mapping):
         return spec
-    resolved = _policy(item, spec)
-    if resolved.endswith((".yaml", ".yml")):
-        return Path(os.path.relpath(resolved, recording.parent)).as_posix()
-    return resolved
+    if isinstance(spec, str | os.PathLike):
+        text = str(spec)
+        if text.endswith((".yaml", ".yml")):
+            return Path(os.path.relpath(Path(text).resolve(), recording.parent)).as_posix()
+        return text
+    return str(getattr(spec, "name", spec))
 
 
 def _first_line(function: Any) -> str:
@@ -417,8 +420,7 @@ def _replay(item: pytest.Item, recording: Recording) -> None:
              f"pytest --loopguard-record=all {shlex.quote(_command_id(item))}")
     try:
         trace = load(recording.path)
-        policy = None if recording.policy is None else _policy(item, recording.policy)
-        result = replay(trace, policy)
+        result = replay(trace, recording.policy)
     except TraceError as exc:  # named as the test names it, as a trace file's test does
         problem = str(type(exc)(exc.problem, file=recording.shown, step=exc.step, line=exc.line, field=exc.field))
     except LoopguardError as exc:

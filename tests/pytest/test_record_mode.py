@@ -295,7 +295,7 @@ def test_marker_and_fixture_go_together(project: pytest.Pytester) -> None:
         "@pytest.mark.loopguard_record(PATH) marker names; the test has none",
         "test_alone.py::test_bad_suffix: loopguard_record: recordings/a.txt: a recording is a .jsonl, .yaml, .yml, "
         ".json file",
-        "test_alone.py::test_bad_keyword: loopguard_record: unknown keyword 'polcy'; expected policy or the "
+        "test_alone.py::test_bad_keyword: loopguard_record: unknown keyword 'polcy'; expected path, policy or the "
         "Session's *",
     ])
     assert not (project.path / "recordings").exists()
@@ -415,3 +415,14 @@ def test_the_docs_example_records_the_committed_recording(pytester: pytest.Pytes
 
     assert without_times(pytester.path / "tests" / "recordings" / "checkout.jsonl") == without_times(
         root / "tests" / "recordings" / "checkout.jsonl")
+
+
+def test_the_policy_option_applies_where_the_marker_names_none(project: pytest.Pytester) -> None:
+    project.makepyfile(test_checkout=CHECKOUT.replace('"recordings/checkout.jsonl", policy="default"',
+                                                      'path="recordings/checkout.jsonl"'),
+                       test_pinned=CHECKOUT.replace("checkout", "pinned"))
+    project.runpytest("--loopguard-record=once").assert_outcomes(passed=2)
+    assert load(project.path / "recordings" / "checkout.jsonl").policy == "default"
+    result = project.runpytest("--loopguard-policy", "spacebot")
+    result.assert_outcomes(passed=1, failed=1)  # the marker's policy wins over the option
+    result.stdout.fnmatch_lines(["recordings/checkout.jsonl: trace checkout under spacebot: incomplete: 11 mismatches"])
