@@ -11,8 +11,8 @@ Session that writes to a temporary file; when the body passes, the run is replay
 as expectations, and the file renamed into place. Replaying does not run the body, as vcrpy's replay never
 reaches the server: the recording stands in for the agent's run (a real model, paid for, not repeatable), and
 it is replayed under the test's policy and checked against its expectations, failing with the step table a
-trace file's test shows. A recording is written by one test: two tests naming one file fail, and an O_EXCL
-lock file beside it keeps two processes (xdist workers, two pytest runs) from writing it at once.
+trace file's test shows. A recording is written by one test: two tests naming one file are errors, and an
+O_EXCL lock file beside it keeps two processes (xdist workers, two pytest runs) from writing it at once.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 # Registered in every pytest process, the xdist controller included: the Session, the loader and the replay
 # are imported when a test with the marker first needs them.
 
-__all__ = ["MARKER", "MODES", "RecordSession", "add_options", "configure", "loopguard_recorder"]
+__all__ = ["MARKER", "MODES", "RecordSession", "add_options", "configure", "loopguard_recorder", "unconfigure"]
 
 MODES: Final = ("none", "once", "new", "all")
 MARKER: Final = (
@@ -72,7 +72,7 @@ class RecordSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> bool | None:
-        """A recording that is replayed, missing or unusable decides the test here, without running its body."""
+        """A recording that is replayed or missing decides the test here, without running its body."""
         if pyfuncitem.get_closest_marker("loopguard_record") is None:
             return None
         recording = pyfuncitem.stash.get(_recording_key, None)
