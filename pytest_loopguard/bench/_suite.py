@@ -287,6 +287,8 @@ def suite_table(rows: Sequence[SuiteRow]) -> str:
             over = r.extra.get("over_startup_s")
             rate = f"{r.units / over:,.0f} files/s" if over is not None and over > 0 else "—"
             cost, median = f"{r.extra['seconds']:.2f} s", f"{r.extra['median_seconds']:.2f} s"
+        elif "skipped" in r.extra:  # not measured (a framework that is not installed)
+            cost, median, rate = "—", "—", "—"
         else:
             cost, median, rate = f"{r.min_us:.2f}", f"{r.median_us:.2f}", f"{1e6 / r.min_us:,.0f}"
         ratio = "—" if r.ratio is None else f"{r.ratio:.2f}×"
