@@ -189,7 +189,8 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if rewrite is None:
             return response
         # the compacted conversation replaces the state's, the response after it
-        keep: Command[Any] = Command(update={"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *rewrite, *response.result]})
+        messages = [RemoveMessage(id=REMOVE_ALL_MESSAGES), *rewrite, *response.result]
+        keep: Command[Any] = Command(update={"messages": messages})
         return ExtendedModelResponse(response, keep)
 
     def _compacted(self, request: ModelRequest[Any], decision: Decision) -> tuple[ModelRequest[Any], list[AnyMessage]]:
