@@ -75,6 +75,7 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._count_tokens = count_tokens
         self._sleep = sleep
         self._heard: set[str] = set()  # ids of the person's messages already reported
+        self._scanned = 0  # how many of the conversation's messages the last model call had
         self._calls: dict[str, ToolCall] = {}  # tool_call id -> the call, for the response's calls not reported
         self._order: list[str] = []  # their ids, in the order the model asked for them
         self._turn = threading.Condition()  # a call waits here for the ones before it (sync agents)
@@ -130,7 +131,11 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if session.ended:
             return AIMessage(self._ended or f"The run is {session.outcome}.")
         heard = self._heard
-        for message in request.messages:
+        messages = request.messages
+        # only the messages since the last model call can be new (all of them after a compaction shrank the list)
+        start = self._scanned if self._scanned <= len(messages) else 0
+        self._scanned = len(messages)
+        for message in messages[start:]:
             if isinstance(message, HumanMessage) and message.id not in heard:
                 if message.id is not None:
                     heard.add(message.id)
