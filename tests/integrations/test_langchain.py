@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -292,3 +294,12 @@ def test_a_compaction_rewrites_the_conversation_the_model_sees_and_keeps(tmp_pat
     assert isinstance(state["messages"][0], HumanMessage) and "summar" in str(state["messages"][0].content).lower()
     assert session.outcome == "completed"
     assert_live_is_replay(session, recording, policy)
+
+
+def test_only_the_integration_module_imports_langchain() -> None:
+    code = ("import sys, pytest_loopguard, pytest_loopguard.integrations, pytest_loopguard.live; "
+            "pytest_loopguard.Session('default'); "
+            "print(sorted(m for m in sys.modules if m.partition('.')[0] in "
+            "('langchain', 'langchain_core', 'langgraph')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
