@@ -81,6 +81,7 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._turn = threading.Condition()  # a call waits here for the ones before it (sync agents)
         self._aturn: asyncio.Condition | None = None  # the same for async agents, made in the running loop
         self._ended = ""  # why the run ended early: the final message the agent shows
+        self._rewrite: list[AnyMessage] | None = None  # the conversation a compaction before this model call left
 
     # ---- model calls ------------------------------------------------------------------------------------
     def wrap_model_call(
@@ -91,7 +92,7 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if ended is not None:
             return ended
         while True:
-            request, rewrite = self._ask(request)
+            request = self._ask(request)
             try:
                 response = handler(request)
             except GraphBubbleUp:
@@ -100,7 +101,7 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 request, delay = self._failed(request, exc)
                 self._sleep(delay)
                 continue
-            return self._answer(response, rewrite)
+            return self._answer(response)
 
     async def awrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
@@ -111,7 +112,7 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return ended
         self._aturn = asyncio.Condition()  # bound to this run's event loop
         while True:
-            request, rewrite = self._ask(request)
+            request = self._ask(request)
             try:
                 response = await handler(request)
             except GraphBubbleUp:
@@ -123,13 +124,14 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 else:
                     self._sleep(delay)
                 continue
-            return self._answer(response, rewrite)
+            return self._answer(response)
 
     def _start(self, request: ModelRequest[Any]) -> AIMessage | None:
         """Report the person's new messages; once the run ended, the final message instead of a model call."""
         session = self.session
         if session.ended:
             return AIMessage(self._ended or f"The run is {session.outcome}.")
+        self._rewrite = None
         heard = self._heard
         messages = request.messages
         # only the messages since the last model call can be new (all of them after a compaction shrank the list)
@@ -143,17 +145,15 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 session.message("user", str(message.text))
         return None
 
-    def _ask(self, request: ModelRequest[Any]) -> tuple[ModelRequest[Any], list[AnyMessage] | None]:
-        """`before_llm`; a `compact` verdict rewrites the conversation (the new one, kept in the agent's state)."""
+    def _ask(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        """`before_llm`; a `compact` verdict rewrites the conversation (and the agent's state, after the call)."""
         self._as_agent()
         prompt = None
         if self._count_tokens is not None:
             system = [request.system_message] if request.system_message is not None else []
             prompt = self._count_tokens([*system, *request.messages])
         decision = self.session.before_llm(prompt)
-        if decision.action == Action.COMPACT:
-            return self._compacted(request, decision)
-        return request, None
+        return self._compacted(request, decision) if decision.action == Action.COMPACT else request
 
     def _failed(self, request: ModelRequest[Any], exc: Exception) -> tuple[ModelRequest[Any], float]:
         """A failed model call: the request to send again and how long to wait first, or the error re-raised."""
@@ -161,11 +161,11 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if decision.action not in _RETRIES:
             raise exc  # the provider's error ends the run, as without a policy (`fail`: the policy gave up too)
         if decision.action == Action.COMPACT_RETRY:
-            request, _ = self._compacted(request, decision)
+            request = self._compacted(request, decision)
         delay = next((v.data.get("delay_ms", 0) for v in decision.verdicts if v.action == Action.RETRY), 0)
         return request, delay / 1000
 
-    def _answer(self, response: ModelResponse[Any], rewrite: list[AnyMessage] | None) -> ModelResult:
+    def _answer(self, response: ModelResponse[Any]) -> ModelResult:
         """`llm_result` with the calls the response asks for; its final answer is `done`; a stop ends the run."""
         session = self.session
         ai = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
@@ -191,6 +191,7 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             with self._turn:
                 self._calls = dict(asked)
                 self._order = [call_id for call_id, _ in asked]
+        rewrite = self._rewrite
         if rewrite is None:
             return response
         # the compacted conversation replaces the state's, the response after it
@@ -198,9 +199,10 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         keep: Command[Any] = Command(update={"messages": messages})
         return ExtendedModelResponse(response, keep)
 
-    def _compacted(self, request: ModelRequest[Any], decision: Decision) -> tuple[ModelRequest[Any], list[AnyMessage]]:
-        """The conversation as the policy's compacted prompt view has it: its summary (and the note it injected
-        after it) first, then the messages it kept, never starting at a tool result whose call it dropped."""
+    def _compacted(self, request: ModelRequest[Any], decision: Decision) -> ModelRequest[Any]:
+        """The request with the conversation as the policy's compacted prompt view has it: its summary (and the
+        note it injected after it) first, then the messages it kept, never starting at a tool result whose call
+        it dropped. The agent's state gets the same conversation when the model has answered."""
         data = next((v.data for v in decision.verdicts if v.action in (Action.COMPACT, Action.COMPACT_RETRY)), {})
         view = self.session.guard.run.view.entries
         kept = int(data.get("preserved", len(view)))
@@ -212,9 +214,14 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         while 0 < cut < len(messages) and isinstance(messages[cut], ToolMessage):
             cut -= 1
         if cut == 0 or not notes:
-            return request, list(messages)
-        rewritten: list[AnyMessage] = [HumanMessage("\n\n".join(notes)), *messages[cut:]]
-        return request.override(messages=rewritten), rewritten
+            return request
+        # the summary is the policy's, not the person's: it is never reported as a message of theirs
+        summary = HumanMessage("\n\n".join(notes), id=f"loopguard-summary-{len(self._heard)}")
+        self._heard.add(str(summary.id))
+        self._scanned = 0
+        rewritten: list[AnyMessage] = [summary, *messages[cut:]]
+        self._rewrite = rewritten
+        return request.override(messages=rewritten)
 
     # ---- tool calls -------------------------------------------------------------------------------------
     def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolOutput]) -> ToolOutput:

@@ -292,6 +292,7 @@ def test_a_compaction_rewrites_the_conversation_the_model_sees_and_keeps(tmp_pat
     first = sum(1 for s in session.steps[:compactions[0]] if s.kind == "llm")
     assert len(seen[first]) < len(seen[first - 1]) + 2
     assert isinstance(state["messages"][0], HumanMessage) and "summar" in str(state["messages"][0].content).lower()
+    assert [s.kind for s in session.steps].count("message") == 1  # the summary is not a message of the person's
     assert session.outcome == "completed"
     assert_live_is_replay(session, recording, policy)
 
@@ -303,3 +304,22 @@ def test_only_the_integration_module_imports_langchain() -> None:
             "('langchain', 'langchain_core', 'langgraph')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_stop_when_the_turn_starts_answers_every_call_and_ends_the_run(tmp_path: Path) -> None:
+    policy = {"preset": "default", "context": {"max_turns": 3}}  # the 4th turn is one too many
+    tools = Tools()
+    recording = tmp_path / "turns.jsonl"
+    script = (ask(("read_file", {"path": f"{i}.py"}), ("search_files", {"pattern": str(i)})) for i in range(6))
+    with Session(policy, record=recording, now_ms=None) as session:
+        agent = create_agent(ScriptedModel(messages=script), tools.all, middleware=[LoopguardMiddleware(session)])
+        state = agent.invoke({"messages": [HumanMessage("go")]})
+    assert (session.outcome, session.stopped_by) == ("exhausted", "context")
+    assert len(tools.ran) == 6  # three turns of two calls; the 4th response's calls never ran
+    assert [str(s.action) for s in session.steps[-3:]] == ["stop", "not_reached", "not_reached"]
+    # LangChain's shape for an ended run: the response, an error answer for each of its calls, a final AIMessage
+    *_, asked, first, second, final = state["messages"]
+    assert [c["id"] for c in asked.tool_calls] == [first.tool_call_id, second.tool_call_id]
+    assert first.status == second.status == "error" and first.content == second.content == f"Error: {final.content}"
+    assert isinstance(final, AIMessage) and not final.tool_calls and "turn" in final.content
+    assert_live_is_replay(session, recording, policy)
