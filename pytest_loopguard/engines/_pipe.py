@@ -28,6 +28,7 @@ __all__ = ["GuardProcess", "lease", "release", "shutdown_all"]
 MAX_REPLY_BYTES: Final = 16 * 1024 * 1024  # one reply line; a longer one is a guard gone wrong
 _STDERR_KEEP: Final = 2048  # the end of the guard's stderr, quoted in errors
 _CHUNK: Final = 65536
+_BEFORE_HELLO: Final = "wrote to stdout before its reply to hello (stdout carries the replies alone; log to stderr): "
 
 
 def _dumps(value: Any) -> bytes:
@@ -39,14 +40,15 @@ class GuardProcess:
     """One running guard: `request` sends one message and returns the one reply (a parsed JSON value)."""
 
     def __init__(self, command: Sequence[str], *, timeout_s: float, cwd: str | None = None,
-                 env: Mapping[str, str] | None = None, label: str | None = None) -> None:
+                 env: Mapping[str, str] | None = None, label: str | None = None, run_name: str = "") -> None:
         self.command = tuple(command)
         self.label = label or shlex.join(self.command)
         self.timeout_s = timeout_s
-        self.run_name = ""
+        self.run_name = run_name  # the run it serves (the one that started it, until the next run_start)
         self.guard: Mapping[str, Any] = {}
         self._stderr = bytearray()
         self._buffer = bytearray()
+        self._scanned = 0  # how much of _buffer is known to hold no newline: each byte is searched once
         self.open_run = False  # a run_start was sent and its run_end not yet
         try:
             self._proc = subprocess.Popen(
@@ -54,18 +56,16 @@ class GuardProcess:
                 env=None if env is None else {**os.environ, **env}, bufsize=0, close_fds=True,
             )
         except OSError as exc:
-            raise GuardProcessError(f"external guard `{self.label}` could not start: {exc.strerror or exc}") from None
+            run = f", run {run_name!r}" if run_name else ""
+            raise GuardProcessError(f"external guard `{self.label}`{run}: could not start: {exc.strerror or exc}"
+                                    ) from None
+        _LIVE.add(self)  # at once: a Ctrl-C from here on still ends it (at exit)
         assert self._proc.stdin is not None and self._proc.stdout is not None and self._proc.stderr is not None
         self._in, self._out, self._err = self._proc.stdin.fileno(), self._proc.stdout.fileno(), self._proc.stderr.fileno()
         for fd in (self._in, self._out, self._err):
             os.set_blocking(fd, False)
         self._readers = [self._out, self._err]  # stderr leaves once the guard closes it
-        _LIVE.add(self)
-        try:
-            reply = self.request({"op": "hello", "protocol": PROTOCOL_VERSION}, "hello")
-        except GuardProcessError:
-            self.kill()
-            raise
+        reply = self.request({"op": "hello", "protocol": PROTOCOL_VERSION}, "hello")  # it is killed if this fails
         if not isinstance(reply, dict) or reply.get("protocol") != PROTOCOL_VERSION:
             self.kill()
             raise self._error("hello", f"expected {{\"protocol\": {PROTOCOL_VERSION}, \"guard\": {{...}}}} in reply to "
@@ -80,6 +80,17 @@ class GuardProcess:
     # ---- one request, one reply -------------------------------------------------------------------------
     def request(self, message: Mapping[str, Any], where: str) -> Any:
         """Send `message`; its one reply, parsed. `where` names the run's step for errors."""
+        try:
+            return self._request(message, where)
+        except GuardProcessError:
+            raise
+        except BaseException:
+            # interrupted mid-request (Ctrl-C, a signal handler's exception): a reply may be on its way, which
+            # the next request would take for its own, so this process serves no one any more
+            self.kill()
+            raise
+
+    def _request(self, message: Mapping[str, Any], where: str) -> Any:
         if self._proc.returncode is not None or self._proc.stdin is None or self._proc.stdin.closed:
             raise self._error(where, "the guard process has already ended")
         try:
@@ -91,11 +102,13 @@ class GuardProcess:
         view = memoryview(data)
         sent = 0
         while True:
-            newline = self._buffer.find(b"\n")
+            newline = self._buffer.find(b"\n", self._scanned)
             if newline >= 0 and sent == len(data):
                 line = bytes(self._buffer[:newline])
                 del self._buffer[:newline + 1]
+                self._scanned = 0
                 return self._parse(line, where)
+            self._scanned = len(self._buffer) if newline < 0 else newline
             if len(self._buffer) > MAX_REPLY_BYTES:
                 raise self._error(where, f"a reply longer than {MAX_REPLY_BYTES} bytes")
             remaining = deadline - time.monotonic()
@@ -124,11 +137,15 @@ class GuardProcess:
                 self._buffer += chunk
 
     def _parse(self, line: bytes, where: str) -> Any:
+        if self._buffer and where == "hello":  # a banner, then the reply to hello
+            raise self._error(where, _BEFORE_HELLO + _brief(line))
         if self._buffer:
             raise self._error(where, f"wrote more than one line in reply: {_brief(bytes(self._buffer))}")
         try:
             return json.loads(line)
         except (ValueError, RecursionError):
+            if where == "hello":
+                raise self._error(where, _BEFORE_HELLO + _brief(line)) from None
             raise self._error(where, f"replied with a line that is not JSON: {_brief(line)}") from None
 
     def _drain_stray(self, where: str) -> None:
@@ -143,6 +160,8 @@ class GuardProcess:
             if chunk:
                 self._buffer += chunk
         if self._buffer:
+            if where == "hello":
+                raise self._error(where, _BEFORE_HELLO + _brief(bytes(self._buffer)))
             raise self._error(where, f"wrote to stdout without a request (a second reply?): {_brief(bytes(self._buffer))}")
 
     @staticmethod

@@ -80,8 +80,8 @@ def command_of(settings: Settings) -> tuple[str, ...]:
     return command
 
 
-def _start(settings: Settings) -> _pipe.GuardProcess:
-    return _pipe.GuardProcess(command_of(settings), timeout_s=settings.timeout_s, cwd=settings.cwd)
+def _start(settings: Settings, run_name: str) -> _pipe.GuardProcess:
+    return _pipe.GuardProcess(command_of(settings), timeout_s=settings.timeout_s, cwd=settings.cwd, run_name=run_name)
 
 
 def _let_go(proc: _pipe.GuardProcess, key: tuple[Any, ...]) -> None:
@@ -108,8 +108,8 @@ class External(Engine):
         proc = self._proc
         if proc is not None:
             return proc
-        proc = _pipe.lease(self._key, lambda: _start(self.settings))
         run = self.run
+        proc = _pipe.lease(self._key, lambda: _start(self.settings, run.name))
         if proc.open_run:  # the last run on it was abandoned without its end
             proc.request({"op": "run_end", "index": None}, "the end of an earlier run")
         proc.run_name = run.name
