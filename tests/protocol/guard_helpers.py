@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -61,6 +63,16 @@ def is_gone(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return True
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def assert_gone(pid: int, deadline_s: float = 10.0) -> None:
+    """Process `pid` ends within `deadline_s`; one that does not is killed (no test leaves one behind) and fails."""
+    try:
+        wait_for(lambda: is_gone(pid), f"guard process {pid} to end", deadline_s)
+    except AssertionError:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        raise
 
 
 def wait_for(condition: Callable[[], Any], what: str, deadline_s: float = 20.0) -> Any:

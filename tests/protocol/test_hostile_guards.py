@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from guard_helpers import (
     TRACES,
+    assert_gone,
     counting,
     external,
     flow,
@@ -22,7 +23,6 @@ from guard_helpers import (
     is_gone,
     loopguard,
     pids,
-    wait_for,
 )
 
 from pytest_loopguard import Session, ToolCall, ToolResult, replay
@@ -196,7 +196,7 @@ def test_cli_reports_a_broken_guard_in_one_line(one_trace: Path, tmp_path: Path,
     assert ("run 'loop_guard-default-consecutive-stop', step 2 (before_call browser_click): replied with a line "
             "that is not JSON") in lines[0]
     (pid,) = pids(started)
-    assert is_gone(pid)
+    assert_gone(pid)
 
 
 def test_cli_run_a_guard_that_never_answers(one_trace: Path, tmp_path: Path) -> None:
@@ -206,7 +206,7 @@ def test_cli_run_a_guard_that_never_answers(one_trace: Path, tmp_path: Path) -> 
     assert "Traceback" not in done.stderr
     (line,) = [x for x in done.stderr.splitlines() if "external guard" in x]
     assert "run 'loop_guard-default-consecutive-stop', hello: did not reply within 0.5 s" in line
-    assert is_gone(pids(started)[0])
+    assert_gone(pids(started)[0])
 
 
 # ---- one process, reused ---------------------------------------------------------------------------------------
@@ -263,6 +263,6 @@ def test_a_process_that_died_is_replaced_for_the_next_run(bundled: list[Trace], 
     assert _actions(replay(trace, policy)) == expected
     (first,) = pids(hellos)
     os.kill(first, signal.SIGKILL)
-    wait_for(lambda: is_gone(first), "the guard process to end")
+    assert_gone(first)
     assert _actions(replay(trace, policy)) == expected
     assert len(pids(hellos)) == 2 and pids(hellos)[1] != first

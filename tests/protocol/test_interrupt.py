@@ -11,7 +11,7 @@ from pathlib import Path
 from types import FrameType
 
 import pytest
-from guard_helpers import TRACES, external, flow, hostile, is_gone, pids, wait_for
+from guard_helpers import TRACES, assert_gone, external, flow, hostile, is_gone, pids, wait_for
 
 from pytest_loopguard import replay
 from pytest_loopguard.engines import _pipe
@@ -47,7 +47,7 @@ def test_ctrl_c_ends_loopguard_run_and_its_guard(corpus: Path, tmp_path: Path) -
     assert proc.returncode == 130, stderr
     assert stderr.strip().splitlines()[-1] == "loopguard: interrupted", stderr
     assert "Traceback" not in stderr
-    wait_for(lambda: is_gone(guard), f"guard process {guard} to end", deadline_s=10)
+    assert_gone(guard)
 
 
 class Interrupted(BaseException):
@@ -80,3 +80,53 @@ def test_an_interrupted_request_ends_the_guard_process(tmp_path: Path) -> None:
     (pid,) = pids(started)
     assert is_gone(pid)
     assert not [p for p in (*_pipe._LIVE, *_pipe._POOL_FREE) if p.command == tuple(command)]
+
+
+# ---- run -j N: each worker's guard processes end with the worker ------------------------------------------------
+TINY = "loopguard: 1\nname: tiny-{n}\npolicy: default\nsteps:\n  - {{tool: read_file, args: {{path: f{n}.py}}}}\n"
+
+
+@pytest.fixture
+def many(tmp_path: Path) -> Path:
+    """Enough trace files for `run -j 2` to start workers (it replays fewer than two batches itself)."""
+    from pytest_loopguard.cli._jobs import MIN_BATCH
+
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for n in range(2 * MIN_BATCH + 4):
+        (folder / f"t{n:03}.yaml").write_text(TINY.format(n=n), encoding="utf-8")
+    return folder
+
+
+@pytest.mark.slow  # a forkserver and two workers: seconds
+def test_ctrl_c_ends_run_jobs_workers_and_their_guards(many: Path, tmp_path: Path) -> None:
+    reached = tmp_path / "reached"
+    hung = external(hostile("silent", "--at", "before_call@0", "--reached", reached), timeout_s=120)
+    proc = subprocess.Popen([sys.executable, "-m", "pytest_loopguard.cli", "run", "-j", "2", str(many),
+                             "--policy", flow(hung)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        guards = wait_for(lambda: len(pids(reached)) == 2 and pids(reached), "a hung guard in each worker")
+        os.kill(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stderr
+    assert stderr.strip() == "loopguard: interrupted", stderr
+    for guard in guards:
+        assert_gone(guard)
+
+
+@pytest.mark.slow
+def test_run_jobs_workers_end_a_guard_that_ignores_end_of_input(many: Path, tmp_path: Path) -> None:
+    hellos = tmp_path / "hellos"
+    sticky = external(hostile("ok", "--sticky", "--hellos", hellos), timeout_s=5)
+    done = subprocess.run([sys.executable, "-m", "pytest_loopguard.cli", "run", "-j", "2", str(many),
+                           "--policy", flow(sticky)], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"{2 * 128 + 4} traces replayed, 0 mismatched" in done.stdout
+    started = pids(hellos)
+    assert len(started) == 2  # one per worker, reused for its 130 files
+    for guard in started:
+        assert_gone(guard)

@@ -1,21 +1,20 @@
 """A guard process that breaks the guard protocol in one chosen way, at one chosen request (the tests' adversary).
 
-    hostile.py MODE [--at WHEN] [--code N] [--size BYTES] [--reply LINE] [--pids FILE] [--hellos FILE]
-               [--delay S]
+    hostile.py MODE [--at WHEN] [--code N] [--size BYTES] [--reply LINE] [--delay S] [--sticky]
+               [--pids FILE] [--hellos FILE] [--reached FILE]
 
 Until WHEN it is a correct guard that allows everything. WHEN is the request's number (`0` is `hello`,
 `1` the first `run_start`) or `OP@INDEX` (the first `before_call` of step 3: `before_call@3`); default 0.
-MODE at WHEN: `silent` (reads the request, never replies), `garbage` (a line that is not JSON), `twice`
-(replies, then writes a second reply right after), `twice-joined` (both lines in one write), `banner`
-(a line on stdout before anything is asked; WHEN unused), `exit` (exits with --code without replying),
-`flood` (writes --size bytes to stderr, then replies correctly, every request from WHEN on), `flood-silent`
-(floods stderr, writes a last stderr line, never replies), `deaf` (stops reading stdin: WHEN is the last
-request it answers), `error` (replies {"error": ...}), `reply` (replies --reply LINE verbatim), `huge` (a
-reply line of --size bytes), `slow` (every reply from WHEN on waits --delay seconds), `sigint-parent` (sends
-SIGINT to the process that started it, then never replies), `ok` (never breaks).
+MODE at WHEN (once; `slow` from WHEN on): `silent` (reads the request, never replies), `garbage` (a line
+that is not JSON), `twice` (replies, then writes a second reply right after), `twice-joined` (both lines in
+one write), `banner` (a line on stdout before anything is asked; WHEN unused), `exit` (exits with --code
+without replying), `flood` (writes --size bytes to stderr, then replies correctly), `flood-silent` (floods
+stderr, writes a last stderr line, never replies), `deaf` (answers, then stops reading stdin), `error`
+(replies {"error": ...}), `reply` (replies --reply LINE verbatim), `huge` (a reply line of --size bytes),
+`slow` (each reply waits --delay seconds), `sigint-parent` (sends SIGINT to the process that started it,
+then never replies), `ok` (never breaks). `--sticky`: it does not exit at end of input.
 `--pids FILE` appends the process id once at start, `--hellos FILE` once per `hello`, `--reached FILE` once
-when WHEN comes. Only the standard
-library, imported with `-I -S`, so it starts in tens of milliseconds.
+when WHEN comes. Only the standard library, run with `-I -S`, so it starts in tens of milliseconds.
 """
 
 from __future__ import annotations
@@ -56,6 +55,7 @@ def main() -> int:
     p.add_argument("--pids")
     p.add_argument("--hellos")
     p.add_argument("--reached")
+    p.add_argument("--sticky", action="store_true")
     p.add_argument("--delay", type=float, default=0.0)
     a = p.parse_args()
     _append(a.pids)
@@ -66,6 +66,8 @@ def main() -> int:
     while True:
         line = stdin.readline()
         if not line:
+            if a.sticky:  # it does not end at end of input: only a kill ends it
+                _hang()
             return 0
         number += 1
         request = json.loads(line)
