@@ -248,8 +248,8 @@ _POOL_FREE: dict[GuardProcess, tuple[Any, ...]] = {}  # processes no run holds, 
 def lease(key: tuple[Any, ...], start: Any) -> GuardProcess:
     """A free live process started for `key`, else a new one from `start()`."""
     for proc, k in list(_POOL_FREE.items()):
-        if k == key:
-            del _POOL_FREE[proc]
+        # pop, not del: a run in another thread may have taken it since the look (one pop wins, atomically)
+        if k == key and _POOL_FREE.pop(proc, None) is not None:
             if proc.alive:
                 return proc
             proc.kill()

@@ -7,6 +7,7 @@ way (its docstring lists them), and counting_guard.py, our own Guard behind the 
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import time
@@ -54,6 +55,11 @@ BIG_TEXT = "0123456789abcdef" * (384 * 1024)  # 6 MB of tool result: far more th
 
 @pytest.fixture(scope="module")
 def probe() -> Trace:
+    return loads(PROBE.replace('"BIG"', '"big"'))[0]
+
+
+@pytest.fixture(scope="module")
+def big_probe() -> Trace:
     return loads(PROBE.replace('"BIG"', f'"{BIG_TEXT}"'))[0]
 
 
@@ -131,9 +137,9 @@ def test_stderr_tail_is_quoted_when_a_flooding_guard_goes_silent(probe: Trace, t
     assert line.endswith("'guard: waiting for the rules database'"), line
 
 
-def test_a_guard_that_stops_reading_cannot_block_a_huge_request(probe: Trace, tmp_path: Path) -> None:
+def test_a_guard_that_stops_reading_cannot_block_a_huge_request(big_probe: Trace, tmp_path: Path) -> None:
     # it answers before_call of step 3, then reads nothing: the 6 MB after_call fills the pipe and stays unsent
-    line = broken_run(probe, hostile("deaf", "--at", "before_call@3"), tmp_path)
+    line = broken_run(big_probe, hostile("deaf", "--at", "before_call@3"), tmp_path)
     assert "step 3 (after_call read_file): did not read the request within 0.5 s" in line, line
 
 
@@ -168,9 +174,9 @@ def test_a_guard_flooding_stderr_still_works(probe: Trace, tmp_path: Path, at: s
     assert not is_gone(pid)  # a working guard stays for the next run
 
 
-def test_a_correct_guard_takes_a_huge_request(probe: Trace, tmp_path: Path) -> None:
+def test_a_correct_guard_takes_a_huge_request(big_probe: Trace, tmp_path: Path) -> None:
     """The huge request of the deaf guard's test passes through a guard that reads it (within 0.5 s)."""
-    result = replay(probe, resolve_policy(external(hostile("ok", "--pids", tmp_path / "pids"))))
+    result = replay(big_probe, resolve_policy(external(hostile("ok", "--pids", tmp_path / "pids"))))
     assert [s.action.value for s in result.steps] == ["allow"] * 6
 
 
@@ -266,3 +272,39 @@ def test_a_process_that_died_is_replaced_for_the_next_run(bundled: list[Trace], 
     assert_gone(first)
     assert _actions(replay(trace, policy)) == expected
     assert len(pids(hellos)) == 2 and pids(hellos)[1] != first
+
+
+def test_an_abandoned_live_run_is_ended_and_its_process_reused(tmp_path: Path) -> None:
+    """A Session dropped without close: its process goes back to the pool (one process for both runs), and the
+    next run on it, whose verdicts are a fresh run's, does not carry over the abandoned run's repetitions."""
+    hellos = tmp_path / "hellos"
+    policy = external(counting(hellos), timeout_s=5)
+    call = ToolCall.of("browser_click", {"index": 7})
+    abandoned = Session(policy, now_ms=None, name="abandoned")
+    for _ in range(4):
+        abandoned.after_call(call, ToolResult(text="clicked") if abandoned.before_call(call).runs else None)
+    del abandoned
+    gc.collect()
+    fresh, built_in = Session(policy, now_ms=None, name="fresh"), Session("default", now_ms=None)
+    for _ in range(4):
+        for s in (fresh, built_in):
+            s.after_call(call, ToolResult(text="clicked") if s.before_call(call).runs else None)
+    assert [x.action for x in fresh.steps] == [x.action for x in built_in.steps] == ["allow", "allow", "warn", "warn"]
+    fresh.close()
+    built_in.close()
+    assert len(pids(hellos)) == 1
+
+
+def test_a_process_taken_by_another_thread_meanwhile_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lease looks at the free processes, then takes one: a run in another thread may have taken it in between
+    (here: a free list whose view holds a process no longer in it), and a new process is started, no KeyError."""
+    key = ("guard", 1.0, None)
+    taken = object()
+
+    class Raced(dict):  # type: ignore[type-arg]
+        def items(self):  # type: ignore[no-untyped-def, override]
+            return [(taken, key), *super().items()]
+
+    monkeypatch.setattr(_pipe, "_POOL_FREE", Raced())
+    started = object()
+    assert _pipe.lease(key, lambda: started) is started
