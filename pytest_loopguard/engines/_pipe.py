@@ -26,6 +26,9 @@ from ..errors import GuardProcessError
 __all__ = ["GuardProcess", "lease", "release", "shutdown_all"]
 
 MAX_REPLY_BYTES: Final = 16 * 1024 * 1024  # one reply line; a longer one is a guard gone wrong
+# the reply to hello comes after the guard's start (an interpreter, `npx` fetching a package, a loaded CI
+# machine): at least this long, whatever the per-reply limit
+START_TIMEOUT_S: Final = 10.0
 _STDERR_KEEP: Final = 2048  # the end of the guard's stderr, quoted in errors
 _CHUNK: Final = 65536
 _BEFORE_HELLO: Final = "wrote to stdout before its reply to hello (stdout carries the replies alone; log to stderr): "
@@ -40,7 +43,8 @@ class GuardProcess:
     """One running guard: `request` sends one message and returns the one reply (a parsed JSON value)."""
 
     def __init__(self, command: Sequence[str], *, timeout_s: float, cwd: str | None = None,
-                 env: Mapping[str, str] | None = None, label: str | None = None, run_name: str = "") -> None:
+                 env: Mapping[str, str] | None = None, label: str | None = None, run_name: str = "",
+                 start_timeout_s: float | None = None) -> None:
         self.command = tuple(command)
         self.label = label or shlex.join(self.command)
         self.timeout_s = timeout_s
@@ -65,7 +69,9 @@ class GuardProcess:
         for fd in (self._in, self._out, self._err):
             os.set_blocking(fd, False)
         self._readers = [self._out, self._err]  # stderr leaves once the guard closes it
+        self.timeout_s = start_timeout_s if start_timeout_s is not None else max(timeout_s, START_TIMEOUT_S)
         reply = self.request({"op": "hello", "protocol": PROTOCOL_VERSION}, "hello")  # it is killed if this fails
+        self.timeout_s = timeout_s
         if not isinstance(reply, dict) or reply.get("protocol") != PROTOCOL_VERSION:
             self.kill()
             raise self._error("hello", f"expected {{\"protocol\": {PROTOCOL_VERSION}, \"guard\": {{...}}}} in reply to "

@@ -31,9 +31,15 @@ def counting(hellos: Path, policy: str = "default") -> list[str]:
     return [sys.executable, str(COUNTING), str(hellos), policy]
 
 
-def external(command: Sequence[str], *, timeout_s: float = 0.5, extends: str = "default") -> dict[str, Any]:
-    """A policy whose verdicts are the guard process's alone, over `extends`' tool table."""
-    return {"extends": extends, "external": {"command": list(command), "timeout_s": timeout_s, "instead": True}}
+def external(command: Sequence[str], *, timeout_s: float = 5.0, start_timeout_s: float | None = None,
+             extends: str = "default") -> dict[str, Any]:
+    """A policy whose verdicts are the guard process's alone, over `extends`' tool table. The limits are long
+    unless a test is about them (a loaded machine's slow start or reply fails no test); the guard's start (the
+    reply to hello) has a limit of its own, 10 s by default."""
+    settings = {"command": list(command), "timeout_s": timeout_s, "instead": True}
+    if start_timeout_s is not None:
+        settings["start_timeout_s"] = start_timeout_s
+    return {"extends": extends, "external": settings}
 
 
 def flow(policy: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
 """A guard process that breaks the guard protocol in one chosen way, at one chosen request (the tests' adversary).
 
-    hostile.py MODE [--at WHEN] [--code N] [--size BYTES] [--reply LINE] [--delay S] [--sticky]
+    hostile.py MODE [--at WHEN] [--code N] [--size BYTES] [--reply LINE] [--delay S] [--sticky] [--start-delay S]
                [--pids FILE] [--hellos FILE] [--reached FILE]
 
 Until WHEN it is a correct guard that allows everything. WHEN is the request's number (`0` is `hello`,
@@ -12,7 +12,8 @@ without replying), `flood` (writes --size bytes to stderr, then replies correctl
 stderr, writes a last stderr line, never replies), `deaf` (answers, then stops reading stdin), `error`
 (replies {"error": ...}), `reply` (replies --reply LINE verbatim), `huge` (a reply line of --size bytes),
 `slow` (each reply waits --delay seconds), `sigint-parent` (sends SIGINT to the process that started it,
-then never replies), `ok` (never breaks). `--sticky`: it does not exit at end of input.
+then never replies), `ok` (never breaks). `--sticky`: it does not exit at end of input; `--start-delay S`:
+it reads nothing for S seconds after it starts (a slow start).
 `--pids FILE` appends the process id once at start, `--hellos FILE` once per `hello`, `--reached FILE` once
 when WHEN comes. Only the standard library, run with `-I -S`, so it starts in tens of milliseconds.
 """
@@ -56,9 +57,11 @@ def main() -> int:
     p.add_argument("--hellos")
     p.add_argument("--reached")
     p.add_argument("--sticky", action="store_true")
+    p.add_argument("--start-delay", type=float, default=0.0)
     p.add_argument("--delay", type=float, default=0.0)
     a = p.parse_args()
     _append(a.pids)
+    time.sleep(a.start_delay)
     if a.mode == "banner":
         _out(b"my-guard 1.0 listening on stdin\n")
     stdin = sys.stdin.buffer
