@@ -6,7 +6,8 @@
 Until WHEN it is a correct guard that allows everything. WHEN is the request's number (`0` is `hello`,
 `1` the first `run_start`) or `OP@INDEX` (the first `before_call` of step 3: `before_call@3`); default 0.
 MODE at WHEN (once; `slow` from WHEN on): `silent` (reads the request, never replies), `garbage` (a line
-that is not JSON), `twice` (replies, then writes a second reply right after), `twice-joined` (both lines in
+that is not JSON), `twice` (replies; its second reply
+to that request comes with its reply to the next one, in one write), `twice-joined` (both lines in
 one write), `banner` (a line on stdout before anything is asked; WHEN unused), `exit` (exits with --code
 without replying), `flood` (writes --size bytes to stderr, then replies correctly), `flood-silent` (floods
 stderr, writes a last stderr line, never replies), `deaf` (answers, then stops reading stdin), `error`
@@ -65,7 +66,7 @@ def main() -> int:
     if a.mode == "banner":
         _out(b"my-guard 1.0 listening on stdin\n")
     stdin = sys.stdin.buffer
-    number, reached = -1, False
+    number, reached, late = -1, False, b""
     while True:
         line = stdin.readline()
         if not line:
@@ -85,7 +86,8 @@ def main() -> int:
         if op == "hello":
             _append(a.hellos)
         if not reached or a.mode in ("ok", "banner"):
-            _out(reply)
+            _out(late + reply)
+            late = b""
             continue
         mode = a.mode
         _append(a.reached)
@@ -98,7 +100,7 @@ def main() -> int:
             _out(b"<html>502 Bad Gateway</html>\n")
         elif mode == "twice":
             _out(reply)
-            _out(reply)
+            late = reply
         elif mode == "twice-joined":
             _out(reply + reply)
         elif mode == "exit":
