@@ -190,9 +190,24 @@ class _Setup:
 
 def _worker(conn: Connection, slot: int, current: Any, setup: _Setup) -> None:
     """A worker's life: take a batch of (file number, path), send back each file's events; stop on None or
-    when the parent is gone (EOF)."""
+    when the parent is gone (EOF), or when it is terminated (an error, Ctrl-C)."""
     # Ctrl-C reaches the whole process group: the parent alone decides to stop, and ends the workers
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _terminated)
+    try:
+        _work(conn, slot, current, setup)
+    finally:
+        # a worker ends with os._exit (no atexit): the external guard processes it started end here, with it
+        pipe = sys.modules.get("pytest_loopguard.engines._pipe")
+        if pipe is not None:
+            pipe.shutdown_all()
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)  # unwinds: a guard process it waits for is killed, the others ended above
+
+
+def _work(conn: Connection, slot: int, current: Any, setup: _Setup) -> None:
     os.chdir(setup.cwd)
     resolved: dict[Any, Policy] = {}
     try:

@@ -11,6 +11,7 @@ killed, never left behind (also at interpreter exit).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import select
@@ -26,8 +27,12 @@ from ..errors import GuardProcessError
 __all__ = ["REQUESTS", "GuardProcess", "lease", "release", "shutdown_all"]
 
 MAX_REPLY_BYTES: Final = 16 * 1024 * 1024  # one reply line; a longer one is a guard gone wrong
+# the reply to hello comes after the guard's start (an interpreter, `npx` fetching a package, a loaded CI
+# machine): at least this long, whatever the per-reply limit
+START_TIMEOUT_S: Final = 10.0
 _STDERR_KEEP: Final = 2048  # the end of the guard's stderr, quoted in errors
 _CHUNK: Final = 65536
+_BEFORE_HELLO: Final = "wrote to stdout before its reply to hello (stdout carries the replies alone; log to stderr): "
 
 
 class _Counter:
@@ -55,14 +60,16 @@ class GuardProcess:
     """One running guard: `request` sends one message and returns the one reply (a parsed JSON value)."""
 
     def __init__(self, command: Sequence[str], *, timeout_s: float, cwd: str | None = None,
-                 env: Mapping[str, str] | None = None, label: str | None = None) -> None:
+                 env: Mapping[str, str] | None = None, label: str | None = None, run_name: str = "",
+                 start_timeout_s: float | None = None) -> None:
         self.command = tuple(command)
         self.label = label or shlex.join(self.command)
         self.timeout_s = timeout_s
-        self.run_name = ""
+        self.run_name = run_name  # the run it serves (the one that started it, until the next run_start)
         self.guard: Mapping[str, Any] = {}
         self._stderr = bytearray()
         self._buffer = bytearray()
+        self._scanned = 0  # how much of _buffer is known to hold no newline: each byte is searched once
         self.open_run = False  # a run_start was sent and its run_end not yet
         try:
             self._proc = subprocess.Popen(
@@ -70,18 +77,19 @@ class GuardProcess:
                 env=None if env is None else {**os.environ, **env}, bufsize=0, close_fds=True,
             )
         except OSError as exc:
-            raise GuardProcessError(f"external guard `{self.label}` could not start: {exc.strerror or exc}") from None
+            run = f", run {run_name!r}" if run_name else ""
+            raise GuardProcessError(f"external guard `{self.label}`{run}: could not start: {exc.strerror or exc}"
+                                    ) from None
+        _LIVE.add(self)  # at once: a Ctrl-C from here on still ends it (at exit)
         assert self._proc.stdin is not None and self._proc.stdout is not None and self._proc.stderr is not None
-        self._in, self._out, self._err = self._proc.stdin.fileno(), self._proc.stdout.fileno(), self._proc.stderr.fileno()
+        self._in, self._out = self._proc.stdin.fileno(), self._proc.stdout.fileno()
+        self._err = self._proc.stderr.fileno()
         for fd in (self._in, self._out, self._err):
             os.set_blocking(fd, False)
         self._readers = [self._out, self._err]  # stderr leaves once the guard closes it
-        _LIVE.add(self)
-        try:
-            reply = self.request({"op": "hello", "protocol": PROTOCOL_VERSION}, "hello")
-        except GuardProcessError:
-            self.kill()
-            raise
+        self.timeout_s = start_timeout_s if start_timeout_s is not None else max(timeout_s, START_TIMEOUT_S)
+        reply = self.request({"op": "hello", "protocol": PROTOCOL_VERSION}, "hello")  # it is killed if this fails
+        self.timeout_s = timeout_s
         if not isinstance(reply, dict) or reply.get("protocol") != PROTOCOL_VERSION:
             self.kill()
             raise self._error("hello", f"expected {{\"protocol\": {PROTOCOL_VERSION}, \"guard\": {{...}}}} in reply to "
@@ -96,6 +104,17 @@ class GuardProcess:
     # ---- one request, one reply -------------------------------------------------------------------------
     def request(self, message: Mapping[str, Any], where: str) -> Any:
         """Send `message`; its one reply, parsed. `where` names the run's step for errors."""
+        try:
+            return self._request(message, where)
+        except GuardProcessError:
+            raise
+        except BaseException:
+            # interrupted mid-request (Ctrl-C, a signal handler's exception): a reply may be on its way, which
+            # the next request would take for its own, so this process serves no one any more
+            self.kill()
+            raise
+
+    def _request(self, message: Mapping[str, Any], where: str) -> Any:
         if self._proc.returncode is not None or self._proc.stdin is None or self._proc.stdin.closed:
             raise self._error(where, "the guard process has already ended")
         try:
@@ -113,11 +132,13 @@ class GuardProcess:
         except BrokenPipeError:
             raise self._error(where, self._exited("before reading the request")) from None
         while True:
-            newline = self._buffer.find(b"\n")
+            newline = self._buffer.find(b"\n", self._scanned)
             if newline >= 0 and sent == len(data):
                 line = bytes(self._buffer[:newline])
                 del self._buffer[:newline + 1]
+                self._scanned = 0
                 return self._parse(line, where)
+            self._scanned = len(self._buffer) if newline < 0 else newline
             if len(self._buffer) > MAX_REPLY_BYTES:
                 raise self._error(where, f"a reply longer than {MAX_REPLY_BYTES} bytes")
             remaining = deadline - time.monotonic()
@@ -146,11 +167,15 @@ class GuardProcess:
                 self._buffer += chunk
 
     def _parse(self, line: bytes, where: str) -> Any:
+        if self._buffer and where == "hello":  # a banner, then the reply to hello
+            raise self._error(where, _BEFORE_HELLO + _brief(line))
         if self._buffer:
             raise self._error(where, f"wrote more than one line in reply: {_brief(bytes(self._buffer))}")
         try:
             return json.loads(line)
         except (ValueError, RecursionError):
+            if where == "hello":
+                raise self._error(where, _BEFORE_HELLO + _brief(line)) from None
             raise self._error(where, f"replied with a line that is not JSON: {_brief(line)}") from None
 
     def _drain_stray(self, where: str) -> None:
@@ -165,7 +190,10 @@ class GuardProcess:
             if chunk:
                 self._buffer += chunk
         if self._buffer:
-            raise self._error(where, f"wrote to stdout without a request (a second reply?): {_brief(bytes(self._buffer))}")
+            if where == "hello":
+                raise self._error(where, _BEFORE_HELLO + _brief(bytes(self._buffer)))
+            raise self._error(where, "wrote to stdout without a request (a second reply?): "
+                                     + _brief(bytes(self._buffer)))
 
     @staticmethod
     def _read(fd: int) -> bytes | None:
@@ -206,10 +234,8 @@ class GuardProcess:
         _LIVE.discard(self)
         if self._proc.returncode is not None:
             return
-        try:
+        with contextlib.suppress(OSError):
             self._proc.stdin.close()  # type: ignore[union-attr]
-        except OSError:
-            pass
         try:
             self._proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
@@ -219,20 +245,14 @@ class GuardProcess:
         _LIVE.discard(self)
         _POOL_FREE.pop(self, None)
         if self._proc.returncode is None:
-            try:
+            with contextlib.suppress(OSError):
                 self._proc.kill()
-            except OSError:
-                pass
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):  # the kernel reaps a killed child at once
                 self._proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:  # pragma: no cover - the kernel did not reap a killed child
-                pass
         for stream in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
-            try:
-                if stream is not None:
+            if stream is not None:
+                with contextlib.suppress(OSError):
                     stream.close()
-            except OSError:
-                pass
 
 
 def _brief(value: Any) -> str:
@@ -251,8 +271,8 @@ _POOL_FREE: dict[GuardProcess, tuple[Any, ...]] = {}  # processes no run holds, 
 def lease(key: tuple[Any, ...], start: Any) -> GuardProcess:
     """A free live process started for `key`, else a new one from `start()`."""
     for free, k in list(_POOL_FREE.items()):
-        if k == key:
-            del _POOL_FREE[free]
+        # pop, not del: a run in another thread may have taken it since the look (one pop wins, atomically)
+        if k == key and _POOL_FREE.pop(free, None) is not None:
             if free.alive:
                 return free
             free.kill()

@@ -4,6 +4,7 @@
       external:
         command: [node, examples/guards/roo_guard.js]   # or one string, split as a shell would
         timeout_s: 5                                      # per reply
+        start_timeout_s: null                             # for the reply to hello (default: 10, or timeout_s if longer)
         cwd: null                                         # where it runs (default: the working folder)
         instead: false                                    # true: the guard's verdicts alone
 
@@ -58,6 +59,7 @@ MAX_TIMEOUT_S: Final = 3600.0
 class Settings(EngineSettings):
     command: tuple[str, ...] | str = ()
     timeout_s: float = 5.0
+    start_timeout_s: float | None = None  # its start and reply to hello (default: _pipe.START_TIMEOUT_S)
     cwd: str | None = None
     instead: bool = False  # the guard replaces the built-in engines (its verdicts alone); else it runs beside them
     # what run_start tells the guard to follow: a preset name, or a whole policy as `Policy.to_dict` writes it
@@ -68,6 +70,9 @@ class Settings(EngineSettings):
         if not 0 < self.timeout_s <= MAX_TIMEOUT_S:
             raise SettingError("timeout_s", f"expected seconds above 0 and at most {MAX_TIMEOUT_S:g}, "
                                             f"got {self.timeout_s!r}")
+        if self.start_timeout_s is not None and not 0 < self.start_timeout_s <= MAX_TIMEOUT_S:
+            raise SettingError("start_timeout_s", f"expected seconds above 0 and at most {MAX_TIMEOUT_S:g}, "
+                                                  f"got {self.start_timeout_s!r}")
         if isinstance(self.command, str) and self.command.strip():
             try:
                 shlex.split(self.command)
@@ -86,10 +91,11 @@ def command_of(settings: Settings) -> tuple[str, ...]:
     return command
 
 
-def _start(settings: Settings) -> GuardProcess:
+def _start(settings: Settings, run_name: str) -> GuardProcess:
     from ._pipe import GuardProcess
 
-    return GuardProcess(command_of(settings), timeout_s=settings.timeout_s, cwd=settings.cwd)
+    return GuardProcess(command_of(settings), timeout_s=settings.timeout_s, cwd=settings.cwd, run_name=run_name,
+                        start_timeout_s=settings.start_timeout_s)
 
 
 def _let_go(proc: GuardProcess, key: tuple[Any, ...]) -> None:
@@ -120,8 +126,8 @@ class External(Engine):
             return proc
         from ._pipe import lease
 
-        proc = lease(self._key, lambda: _start(self.settings))
         run = self.run
+        proc = lease(self._key, lambda: _start(self.settings, run.name))
         if proc.open_run:  # the last run on it was abandoned without its end
             proc.request({"op": "run_end", "index": None}, "the end of an earlier run")
         proc.run_name = run.name

@@ -1,4 +1,5 @@
-"""`loopguard serve` that also appends every request and reply line to a log (argv: LOG POLICY): what went over the pipe."""
+"""`loopguard serve` that also appends every request and reply line to a log (argv: LOG POLICY): what went over the
+pipe."""
 
 import sys
 
