@@ -8,15 +8,17 @@ kept as steps are added, never recomputed by re-reading the mapping.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections import Counter
 from typing import Any
 
+from ..core._limits import MAX_INT
 from ..core._safeload import parse_foreign_json
 from ..errors import TraceError
 from .base import ImportedRun, trace_name
 
-__all__ = ["ImportedRunBuilder", "obj", "parse_arguments", "result", "seq", "text_of"]
+__all__ = ["ImportedRunBuilder", "exit_code", "number_in_text", "obj", "parse_arguments", "result", "seq", "text_of"]
 
 
 def __getattr__(name: str) -> Any:
@@ -44,6 +46,32 @@ def text_of(value: Any) -> str:
     if isinstance(value, str):
         return value
     return "" if value is None else json.dumps(value, ensure_ascii=False, default=str)
+
+
+_NUMBER_TEXT = re.compile(r"-?\d{1,20}")  # 20 digits: past any count or id an importer keeps as a number
+
+
+def number_in_text(value: Any, low: int = 0, high: int = MAX_INT) -> int | None:
+    """A whole number a log writes as text (a regex's `-?\\d+`, a digit string) within [low, high], else None.
+
+    Its length is checked before converting: `int()` refuses text of over 4,300 digits with a ValueError and
+    `str.isdigit` admits digits `int()` does not take (`"¹"`), so a log's number read any other way is a crash
+    waiting for a hostile log. Out of range is None too: a count or index past ±2^53 fits no trace field.
+    """
+    if isinstance(value, str) and _NUMBER_TEXT.fullmatch(value):
+        try:
+            value = int(value)
+        except ValueError:  # a digit `\d` matches and int() refuses (none known): not a number
+            return None
+    if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
+        return value
+    return None
+
+
+def exit_code(value: Any) -> int | None:
+    """`value` (an integer, or its text) as an exit code: an integer a process can return (32 bits), else
+    None, so that an absurd `Exit code 99999…` in a log is no exit code rather than a trace `validate` refuses."""
+    return number_in_text(value, -(2**31), 2**31 - 1)
 
 
 def result(text: str | None = None, *, exit_code: int | None = None, error: str | None = None,
