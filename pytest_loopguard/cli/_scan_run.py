@@ -146,7 +146,8 @@ def scan(args: argparse.Namespace) -> int:
             except ImporterFailed as exc:
                 # an importer (a plugin among them) tripping over an odd log is its bug: exit 3 as `import`
                 # gives, in import's words, and the other logs are still scanned
-                bugs.append(f"{shown(one_line(str(log.path)))}: {shown(one_line(str(exc)))[:200]} at {_raised_at(exc.cause)}")
+                what = shown(one_line(str(exc)))[:200]
+                bugs.append(f"{shown(one_line(str(log.path)))}: {what} at {_raised_at(exc.cause)}")
                 continue
             except Exception as exc:  # our own scanning of a run that imported: a bug too
                 what = shown(one_line(f"{type(exc).__name__}: {exc}"))[:200]

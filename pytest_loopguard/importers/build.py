@@ -11,9 +11,9 @@ import json
 import re
 import warnings
 from collections import Counter
-from typing import Any
+from typing import Any, Final
 
-from ..core._limits import MAX_INT
+from ..core._limits import MAX_INT, MAX_SETTING
 from ..core._safeload import parse_foreign_json
 from ..errors import TraceError
 from .base import ImportedRun, trace_name
@@ -245,6 +245,23 @@ class ImportedRunBuilder:
         """Something in the source with no place in the trace (kept out; listed in the import table)."""
         self.unmapped.append(what)
 
+    def _bound_numbers(self) -> None:
+        """Leave out (with a warning) each number a step holds past what a trace holds there."""
+        for n, step in enumerate(self.steps):
+            for path, keys, low, high in _BOUNDED:
+                body: Any = step
+                for part in path:
+                    body = body.get(part) if isinstance(body, dict) else None
+                if not isinstance(body, dict):
+                    continue
+                for key in keys:
+                    value = body.get(key)
+                    if isinstance(value, int) and not isinstance(value, bool) and not low <= value <= high:
+                        del body[key]
+                        field = ".".join((*path, key))
+                        # not the value itself: str() of an integer of over 4,300 digits raises
+                        self.warn(f"step {n + 1}: {field} is past what a trace holds ({low}..{high}): left out")
+
     def build(self) -> ImportedRun:
         trace: dict[str, Any] = {"loopguard": 1, "name": trace_name(self.run_id)}
         if self.description:
@@ -253,10 +270,23 @@ class ImportedRunBuilder:
         # facts the source did not have (None) are left out rather than written as nulls
         trace.update({k if k.startswith("x-") else f"x-{k}": v for k, v in self.header_x.items() if v is not None})
         trace["steps"] = self.steps
+        self._bound_numbers()
         failed = sum(1 for s in self.steps if "tool" in s and _failed(s.get("result")))
         counts = Counter(self.counts)
         counts["failed"] = failed
         return ImportedRun(self.run_id, trace, self.warnings, self.unmapped, counts)
+
+
+# Numbers a trace bounds (io/_spec.py), by where they sit in a step: a log may hold any integer there (a
+# mutated or corrupt one, `tokensIn: 10^20`), and one out of bounds would make the loader refuse the whole run
+_BOUNDED: Final = (
+    (("llm",), ("input_tokens", "output_tokens"), 0, MAX_SETTING),
+    (("rejected", "llm"), ("input_tokens", "output_tokens"), 0, MAX_SETTING),
+    (("result",), ("tokens", "bytes"), 0, MAX_SETTING),
+    (("result",), ("exit_code",), -MAX_INT, MAX_INT),
+    (("compacted",), ("tokens_before",), 0, MAX_SETTING),
+    ((), ("t",), 0, MAX_INT),
+)
 
 
 def _usage(input_tokens: int | None, output_tokens: int | None, error: str | None) -> dict[str, Any]:
