@@ -280,7 +280,7 @@ def test_a_count_past_what_a_trace_holds_is_left_out_with_a_warning() -> None:
     b.steps[0]["t"] = 2**60
     run = b.build()
     steps = to_trace(run).steps
-    assert [len(run.warnings), steps[0].llm.input_tokens, steps[0].llm.output_tokens, steps[1].rejected.llm.output_tokens
-            ] == [6, None, 5, None]
+    llm, rejected = steps[0].llm, steps[1].rejected.llm
+    assert [len(run.warnings), llm.input_tokens, llm.output_tokens, rejected.output_tokens] == [6, None, 5, None]
     assert (steps[2].result.tokens, steps[2].result.bytes, steps[2].result.exit_code) == (None, 4, None)
     assert all("is past what a trace holds" in w for w in run.warnings)
