@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..core._limits import MAX_FILE_BYTES
+from ..core._safeload import one_line
 from ..errors import LoopguardError, TraceError
 from ..importers import ImportedRun, available
 from ..io._format import dump
@@ -28,9 +29,9 @@ from ..runtime._policy import resolve_policy
 from ..scan._discover import AGENTS, LogFile, discover, logs_under
 from ..scan._report import LOOP_HEADERS, TOTAL_HEADERS, loop_entry, loop_rows, scan_document, total_rows
 from ..scan._report import write_scan_report as write_report
-from ..scan._session import SessionScan, scan_log
-from ._common import EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK, err, error, out, policy_arg, trace_warnings
-from ._import_logs import _digest, _fitted, _Index, _place, _redacted
+from ..scan._session import ImporterFailed, SessionScan, scan_log
+from ._common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_MISMATCH, EXIT_OK, err, error, out, policy_arg, trace_warnings
+from ._import_logs import _digest, _fitted, _Index, _place, _raised_at, _redacted
 
 __all__ = ["scan"]
 
@@ -38,6 +39,7 @@ DAY_SECONDS = 86_400
 PROGRESS_AFTER = 10  # logs: fewer are scanned before a bar would be worth drawing
 
 UNRECOGNISED = ("no importer recognises", "the file is empty")
+INTERNAL = "internal error (please report it)"  # import's words for a bug of ours or an importer's (exit 3)
 
 
 class _Shown:
@@ -112,6 +114,7 @@ def scan(args: argparse.Namespace) -> int:
     redactor = Redactor.configured(args.redact)
     shown = _Shown(redactor)
     errors: list[str] = []
+    bugs: list[str] = []  # internal errors: an importer or the scan raised what is not our one-line error
     logs = _logs(args, errors, shown)
     named = {Path(p).resolve() for p in args.paths if Path(p).is_file()}
 
@@ -140,9 +143,15 @@ def scan(args: argparse.Namespace) -> int:
             except OSError as exc:  # gone or unreadable since it was listed: this log fails, the others go on
                 errors.append(f"{shown(exc.filename or log.path)}: {exc.strerror}")
                 continue
-            except Exception as exc:  # an importer (a plugin among them) tripping over an odd log is its bug
-                errors.append(f"{shown(log.path)}: the importer failed on this log ({type(exc).__name__}: "
-                              f"{shown(exc)}); this is a bug in the importer, please report it")
+            except ImporterFailed as exc:
+                # an importer (a plugin among them) tripping over an odd log is its bug: exit 3 as `import`
+                # gives, in import's words, and the other logs are still scanned
+                what = shown(one_line(str(exc)))[:200]
+                bugs.append(f"{shown(one_line(str(log.path)))}: {what} at {_raised_at(exc.cause)}")
+                continue
+            except Exception as exc:  # our own scanning of a run that imported: a bug too
+                what = shown(one_line(f"{type(exc).__name__}: {exc}"))[:200]
+                bugs.append(f"{shown(one_line(str(log.path)))}: scanning failed: {what} at {_raised_at(exc)}")
                 continue
             for one in scans:
                 covered.update(Path(f).resolve() for f in one.files)
@@ -152,7 +161,7 @@ def scan(args: argparse.Namespace) -> int:
                 if args.save and one.loops:
                     to_save.append(one)
     rows = loop_rows(sessions, width=60)
-    document = scan_document(sessions, errors, {
+    document = scan_document(sessions, [*errors, *(f"{INTERNAL}: {bug}" for bug in bugs)], {
         "policy": policy_name, "since_days": args.since, "agents": args.agent or list(AGENTS),
         "paths": [shown(p) for p in args.paths] or "each agent's default place",
     })
@@ -164,7 +173,7 @@ def scan(args: argparse.Namespace) -> int:
         out()
     if args.save:
         errors += _save(Path(args.save), to_save, shown)
-        document["errors"] = list(errors)
+        document["errors"] = [*errors, *(f"{INTERNAL}: {bug}" for bug in bugs)]
     if args.report:
         write_report(args.report, document)
     loops = len(rows)
@@ -178,6 +187,10 @@ def scan(args: argparse.Namespace) -> int:
             "them): passed over")
     for line in errors:
         error(line)
+    for bug in bugs:
+        err(f"loopguard: {INTERNAL}: {bug}")
+    if bugs:
+        return EXIT_INTERNAL
     if errors:
         return EXIT_BAD_INPUT
     return EXIT_MISMATCH if loops else EXIT_OK

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from ..core._safeload import check_json_depth
 from ..errors import TraceError
-from .build import result
+from .build import exit_code, result
 from .run_builder import At, RunBuilder, parse_arguments
 
 __all__ = [
@@ -122,10 +122,10 @@ def text_failure(text: str, tool_use_result: Any, *, flagged: bool) -> tuple[boo
     """(failed, exit code) read from a result's text (ERROR_MARKERS): a non-zero `Exit code N` always; the
     other markers only where the log has no `is_error` flag (`flagged` false)."""
     code = EXIT_CODE.match(text)
-    exit_code = int(code.group(1)) if code else None
-    failed = bool(exit_code) or (not flagged and (text.startswith("<tool_use_error>") or (
+    status = exit_code(code.group(1)) if code else None
+    failed = bool(status) or (not flagged and (text.startswith("<tool_use_error>") or (
         isinstance(tool_use_result, str) and tool_use_result.startswith("Error: "))))
-    return failed, exit_code
+    return failed, status
 
 
 def _int(value: Any) -> int:

@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from ..core._safeload import parse_json
 from ..errors import TraceError
+from .build import exit_code
 from .run_builder import content_text, mapping_at
 
 __all__ = [
@@ -134,15 +135,6 @@ def _with_header(text: str) -> Outcome | None:
             session = int(m.group(1)[:15])
         elif not _HEADER_LINE.fullmatch(line):
             return None
-    return None
-
-
-def exit_code(value: Any) -> int | None:
-    """`value` as an exit code: an integer a process can return (32 bits, as Codex keeps it), else None."""
-    if isinstance(value, str) and re.fullmatch(r"-?\d{1,10}", value):
-        value = int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and -(2**31) <= value < 2**31:
-        return value
     return None
 
 

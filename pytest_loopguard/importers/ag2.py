@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
-from .build import ImportedRunBuilder, result, text_of
+from .build import ImportedRunBuilder, exit_code, result, text_of
 
 __all__ = ["AG2GroupChat"]
 
@@ -63,7 +63,7 @@ class AG2GroupChat(Importer):
                 if proposal is None:
                     b.warn(f"history[{i}]: an execution with no proposed code before it")
                 b.tool(TOOL, {"code": code}, index=i, agent=name,
-                       result=result(text, exit_code=int(run.group(1))),
+                       result=result(text, exit_code=exit_code(run.group(1))),
                        x={"x-proposed_by": proposal[0]} if proposal else None)
                 proposal = None
                 continue

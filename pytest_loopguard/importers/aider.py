@@ -39,9 +39,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from ..core._limits import MAX_INT
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
-from .build import ImportedRunBuilder, result
+from .build import ImportedRunBuilder, number_in_text, result
 
 __all__ = ["FAILED_EDIT_MARKERS", "FILE_NAME", "AiderChatHistory"]
 
@@ -144,9 +145,11 @@ def _entries(lines: list[str]) -> Iterator[_Entry]:
 
 def _tokens(number: str, scale: str) -> int | None:
     try:
-        return round(float(number) * _SCALE[scale])
+        tokens = float(number) * _SCALE[scale]
     except ValueError:
         return None
+    # "1" * 400 is a float of infinity, which round() refuses; past 2^53 it is no count either
+    return round(tokens) if tokens <= MAX_INT else None
 
 
 def _known(text: str) -> bool:
@@ -244,7 +247,9 @@ class _Reader:
             return self._failed_edit(entries, k)
         elif m := STOP_RE.match(text):
             self.reflection = None
-            b.message("user", text, origin="harness", index=line, x={"x-reflections-stopped": int(m.group(1))})
+            stopped = number_in_text(m.group(1))
+            b.message("user", text, origin="harness", index=line,
+                      x={"x-reflections-stopped": stopped} if stopped is not None else None)
         elif SHELL_ASK_RE.match(text):
             self._shell_asked(entry)
         elif (m := RUNNING_RE.match(text)) and self.shell_allowed:
@@ -292,10 +297,10 @@ class _Reader:
             files = [first.text.removeprefix("Failed to apply edit to ").strip()]
         args: dict[str, Any] = {"path": files[0]} if len(files) == 1 else {"paths": files} if files else {}
         x: dict[str, Any] = {}
-        if m := BLOCKS_FAILED_RE.match(said):
-            x["x-blocks-failed"] = int(m.group(1))
-        if m := BLOCKS_APPLIED_RE.search(said):
-            x["x-blocks-applied"] = int(m.group(1))
+        if (m := BLOCKS_FAILED_RE.match(said)) and (count := number_in_text(m.group(1))) is not None:
+            x["x-blocks-failed"] = count
+        if (m := BLOCKS_APPLIED_RE.search(said)) and (count := number_in_text(m.group(1))) is not None:
+            x["x-blocks-applied"] = count
         error = first.text + ("\n" + said if said else "")
         self.b.tool("edit", args, index=first.line, result=result(error=error), x=x)
         self.reflection = (first.line, said or first.text, "edit")

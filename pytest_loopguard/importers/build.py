@@ -8,15 +8,17 @@ kept as steps are added, never recomputed by re-reading the mapping.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections import Counter
-from typing import Any
+from typing import Any, Final
 
+from ..core._limits import MAX_INT, MAX_SETTING
 from ..core._safeload import parse_foreign_json
 from ..errors import TraceError
 from .base import ImportedRun, trace_name
 
-__all__ = ["ImportedRunBuilder", "obj", "parse_arguments", "result", "seq", "text_of"]
+__all__ = ["ImportedRunBuilder", "exit_code", "number_in_text", "obj", "parse_arguments", "result", "seq", "text_of"]
 
 
 def __getattr__(name: str) -> Any:
@@ -44,6 +46,32 @@ def text_of(value: Any) -> str:
     if isinstance(value, str):
         return value
     return "" if value is None else json.dumps(value, ensure_ascii=False, default=str)
+
+
+_NUMBER_TEXT = re.compile(r"-?\d{1,20}")  # 20 digits: past any count or id an importer keeps as a number
+
+
+def number_in_text(value: Any, low: int = 0, high: int = MAX_INT) -> int | None:
+    """A whole number a log writes as text (a regex's `-?\\d+`, a digit string) within [low, high], else None.
+
+    Its length is checked before converting: `int()` refuses text of over 4,300 digits with a ValueError and
+    `str.isdigit` admits digits `int()` does not take (`"¹"`), so a log's number read any other way is a crash
+    waiting for a hostile log. Out of range is None too: a count or index past ±2^53 fits no trace field.
+    """
+    if isinstance(value, str) and _NUMBER_TEXT.fullmatch(value):
+        try:
+            value = int(value)
+        except ValueError:  # a digit `\d` matches and int() refuses (none known): not a number
+            return None
+    if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
+        return value
+    return None
+
+
+def exit_code(value: Any) -> int | None:
+    """`value` (an integer, or its text) as an exit code: an integer a process can return (32 bits), else
+    None, so that an absurd `Exit code 99999…` in a log is no exit code rather than a trace `validate` refuses."""
+    return number_in_text(value, -(2**31), 2**31 - 1)
 
 
 def result(text: str | None = None, *, exit_code: int | None = None, error: str | None = None,
@@ -217,6 +245,23 @@ class ImportedRunBuilder:
         """Something in the source with no place in the trace (kept out; listed in the import table)."""
         self.unmapped.append(what)
 
+    def _bound_numbers(self) -> None:
+        """Leave out (with a warning) each number a step holds past what a trace holds there."""
+        for n, step in enumerate(self.steps):
+            for path, keys, low, high in _BOUNDED:
+                body: Any = step
+                for part in path:
+                    body = body.get(part) if isinstance(body, dict) else None
+                if not isinstance(body, dict):
+                    continue
+                for key in keys:
+                    value = body.get(key)
+                    if isinstance(value, int) and not isinstance(value, bool) and not low <= value <= high:
+                        del body[key]
+                        field = ".".join((*path, key))
+                        # not the value itself: str() of an integer of over 4,300 digits raises
+                        self.warn(f"step {n + 1}: {field} is past what a trace holds ({low}..{high}): left out")
+
     def build(self) -> ImportedRun:
         trace: dict[str, Any] = {"loopguard": 1, "name": trace_name(self.run_id)}
         if self.description:
@@ -225,10 +270,23 @@ class ImportedRunBuilder:
         # facts the source did not have (None) are left out rather than written as nulls
         trace.update({k if k.startswith("x-") else f"x-{k}": v for k, v in self.header_x.items() if v is not None})
         trace["steps"] = self.steps
+        self._bound_numbers()
         failed = sum(1 for s in self.steps if "tool" in s and _failed(s.get("result")))
         counts = Counter(self.counts)
         counts["failed"] = failed
         return ImportedRun(self.run_id, trace, self.warnings, self.unmapped, counts)
+
+
+# Numbers a trace bounds (io/_spec.py), by where they sit in a step: a log may hold any integer there (a
+# mutated or corrupt one, `tokensIn: 10^20`), and one out of bounds would make the loader refuse the whole run
+_BOUNDED: Final = (
+    (("llm",), ("input_tokens", "output_tokens"), 0, MAX_SETTING),
+    (("rejected", "llm"), ("input_tokens", "output_tokens"), 0, MAX_SETTING),
+    (("result",), ("tokens", "bytes"), 0, MAX_SETTING),
+    (("result",), ("exit_code",), -MAX_INT, MAX_INT),
+    (("compacted",), ("tokens_before",), 0, MAX_SETTING),
+    ((), ("t",), 0, MAX_INT),
+)
 
 
 def _usage(input_tokens: int | None, output_tokens: int | None, error: str | None) -> dict[str, Any]:

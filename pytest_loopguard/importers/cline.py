@@ -165,7 +165,9 @@ def _api_steps(b: ImportedRunBuilder, messages: Sequence[Any], ui: Sequence[Any]
         at = entry.get("conversationHistoryIndex")
         at = at if isinstance(at, int) and not isinstance(at, bool) else -1
         rng = truncated_range(entry)
-        if (rng is not None and rng != deleted) or entry.get("say") in _UI_EXTRAS or entry.get("ask") in _UI_EXTRAS:
+        # `say`/`ask` as strings only: a log may hold a list there, which no set lookup takes
+        said = [entry.get(how) for how in ("say", "ask") if isinstance(entry.get(how), str)]
+        if (rng is not None and rng != deleted) or any(what in _UI_EXTRAS for what in said):
             extras.setdefault(max(at, -1), []).append((k, entry))
         deleted = rng if rng is not None else deleted
 

@@ -30,7 +30,7 @@ from ._codex_read import (
     user_origins,
 )
 from .base import ImportedRun, Importer, Source
-from .build import result, seq
+from .build import number_in_text, result, seq
 from .run_builder import ANONYMOUS, At, RunBuilder, content_text, mapping_at
 
 __all__ = ["CodexImporter"]
@@ -396,8 +396,8 @@ class _Rollout:
                 if code is not None:
                     r["exit_code"] = code
                 process = event.get("process_id")
-                if isinstance(process, str) and process.isdigit():
-                    self.sessions.setdefault(int(process), call_id)
+                if isinstance(process, str) and (session := number_in_text(process)) is not None:
+                    self.sessions.setdefault(session, call_id)
             elif event.get("success") is False or status == "failed":
                 r["error"] = _event_text(event, "patch failed")
             step["x-end-event-row"] = line
@@ -452,9 +452,8 @@ def _int(value: Any) -> int:
 def _int_or_none(value: Any) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return None
+    # a digit string: bounded before int() (a 5,000-digit one raises), and "¹" is a digit int() refuses
+    return number_in_text(value) if isinstance(value, str) else None
 
 
 def _event_text(event: Mapping[str, Any], default: str) -> str:

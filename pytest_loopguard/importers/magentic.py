@@ -17,7 +17,7 @@ from typing import ClassVar
 
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
-from .build import ImportedRunBuilder, result
+from .build import ImportedRunBuilder, exit_code, result
 
 __all__ = ["MagenticOne"]
 
@@ -90,5 +90,5 @@ class MagenticOne(Importer):
                       x={"x-event": event} if event else None)
             return
         code = EXIT_RE.match(text)
-        exit_code = int(code.group(1) or code.group(2)) if code else None
-        b.tool(role, {"action": _first_line(text)}, index=i, agent=role, result=result(text, exit_code=exit_code))
+        code_of = exit_code(code.group(1) or code.group(2)) if code else None
+        b.tool(role, {"action": _first_line(text)}, index=i, agent=role, result=result(text, exit_code=code_of))

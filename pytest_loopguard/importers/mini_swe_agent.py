@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from ..errors import TraceError
 from .base import ImportedRun, Importer, Source
-from .build import ImportedRunBuilder, obj, parse_arguments, result
+from .build import ImportedRunBuilder, exit_code, obj, parse_arguments, result
 
 __all__ = ["MiniSweAgent1", "MiniSweAgent11", "convert_messages"]
 
@@ -63,7 +63,7 @@ def _reply_result(msg: dict[str, Any]) -> dict[str, Any] | None:
     extra = msg.get("extra")
     code = extra.get("returncode") if isinstance(extra, dict) else None
     if m:
-        return result(text, exit_code=int(m.group(1)))
+        return result(text, exit_code=exit_code(m.group(1)))
     if TIMEOUT_RE.match(text):
         return result(text, error=text.split("\n", 1)[0])
     if msg.get("role") == "tool":

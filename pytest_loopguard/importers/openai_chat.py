@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .base import ImportedRun
+from .build import exit_code
 from .json_log import JsonLogImporter
 from .run_builder import RunBuilder, list_at, mapping_at, parse_arguments, response_facts, usage_tokens
 
@@ -223,9 +224,10 @@ def tool_result(text: str, *, sdk: bool = False) -> dict[str, Any]:
         marker = sdk_error(text)
         if marker is not None:
             return {"error": text, "x-error-inferred": f"OpenHands error text: {marker}"}
-        code = SDK_EXIT_RE.search(text)
-        if code and int(code.group(1)) != -1:  # -1: still running at the soft timeout, not an exit
-            return {"text": text, "exit_code": int(code.group(1))}
+        found = SDK_EXIT_RE.search(text)
+        code = exit_code(found.group(1)) if found else None
+        if code is not None and code != -1:  # -1: still running at the soft timeout, not an exit
+            return {"text": text, "exit_code": code}
     return {"text": text}
 
 
@@ -235,7 +237,8 @@ def _is_sdk_log(items: Sequence[_Entry]) -> bool:
         m = entry.message
         if isinstance(m, Mapping) and m.get("role", "assistant" if entry.response else None) == "assistant":
             for call in list_at(m, "tool_calls"):
-                if isinstance(call, Mapping) and mapping_at(call, "function").get("name") in SDK_TOOLS:
+                name = mapping_at(call, "function").get("name") if isinstance(call, Mapping) else None
+                if isinstance(name, str) and name in SDK_TOOLS:  # a log may hold a list there: not hashable
                     return True
     return False
 

@@ -28,6 +28,7 @@ from ..core._limits import MAX_INT_DIGITS
 from ..core._safeload import parse_foreign_json
 from ..errors import TraceError
 from .base import ImportedRun
+from .build import number_in_text
 from .json_log import JsonLogImporter
 from .run_builder import At, RunBuilder, content_text, list_at, mapping_at, parse_arguments
 
@@ -80,7 +81,7 @@ def attribute_value(value: Any) -> Any:
             return number
     array = _get(value, "arrayValue")
     if isinstance(array, dict):
-        return [attribute_value(v) for v in array.get("values") or []]
+        return [attribute_value(v) for v in list_at(array, "values")]
     kvlist = _get(value, "kvlistValue")
     if isinstance(kvlist, dict):
         return _attributes(kvlist.get("values"))
@@ -374,8 +375,9 @@ def _first_user_text(span: _Span) -> str | None:
                 return content
     prompts: dict[int, dict[str, Any]] = {}
     for key, value in span.attributes.items():
-        if key.startswith("gen_ai.prompt.") and (match := _PROMPT_ATTR.match(key)):
-            prompts.setdefault(int(match[1]), {})[match[2]] = value
+        if key.startswith("gen_ai.prompt.") and (match := _PROMPT_ATTR.match(key)) and (
+                index := number_in_text(match[1])) is not None:
+            prompts.setdefault(index, {})[match[2]] = value
     for _, prompt in sorted(prompts.items()):
         if prompt.get("role") == "user" and isinstance(prompt.get("content"), str) and prompt["content"]:
             return str(prompt["content"])

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import final
+from typing import TypeVar, final
 
 from ..core._limits import MAX_LOG_BYTES
 from ..core._model import Trace
-from ..errors import TraceError
+from ..errors import LoopguardError, TraceError
 from ..importers._convert import to_trace
 from ..importers.base import ImportedRun, Importer, Source
 from ..importers.registry import detect
@@ -16,7 +16,19 @@ from ..runtime._policy import Policy
 from ._discover import LogFile
 from ._loops import CALL_KINDS, Loop, find_loops
 
-__all__ = ["SessionScan", "scan_log"]
+__all__ = ["ImporterFailed", "SessionScan", "scan_log"]
+
+_T = TypeVar("_T")
+
+
+class ImporterFailed(Exception):
+    """An importer (or format detection) raised something other than our one-line error on a log: a bug in
+    it, which `scan` reports as `import` does (an internal error, exit 3) while it goes on with the other logs."""
+
+    def __init__(self, which: str, cause: Exception) -> None:
+        super().__init__(f"{which} failed: {type(cause).__name__}: {cause}")
+        self.which = which
+        self.cause = cause
 
 
 @final
@@ -61,13 +73,30 @@ def scan_log(log: LogFile, policy: Policy, pool: Sequence[Importer],
     Raises `TraceError` (one line) for a log that cannot be read, `OSError` for one that went away. A log
     with no session in it (Gemini CLI's `logs.json`, a prompt log) gives none."""
     source = Source.from_path(log.path, MAX_LOG_BYTES)
-    imp = _importer(log, source, pool)
+    imp = _bugs_named("format detection", lambda: _importer(log, source, pool))
     scans: list[SessionScan] = []
+    for run, trace in _bugs_named(f"the {imp.name} importer", lambda: _imported(imp, source, prepare)):
+        scans.append(SessionScan(log, imp.name, run, trace, find_loops(trace, policy)))
+    return scans
+
+
+def _imported(imp: Importer, source: Source,
+              prepare: Callable[[ImportedRun], ImportedRun]) -> list[tuple[ImportedRun, Trace]]:
+    out = []
     for raw in imp.convert(source):
         run = prepare(raw)
         try:
-            trace = to_trace(run, source.name)
+            out.append((run, to_trace(run, source.name)))
         except TraceError as exc:  # an importer wrote what the loader refuses: this log's line names it
             raise exc.located(file=source.name) from None
-        scans.append(SessionScan(log, imp.name, run, trace, find_loops(trace, policy)))
-    return scans
+    return out
+
+
+def _bugs_named(which: str, work: Callable[[], _T]) -> _T:
+    """`work()`, with anything but our errors (and a file gone, OSError) raised as `ImporterFailed`."""
+    try:
+        return work()
+    except (LoopguardError, OSError):
+        raise
+    except Exception as exc:
+        raise ImporterFailed(which, exc) from exc

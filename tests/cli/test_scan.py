@@ -18,8 +18,11 @@ from typing import Any
 
 import pytest
 
+from pytest_loopguard.cli import _import_logs as import_cmd
 from pytest_loopguard.cli import _main as cli
+from pytest_loopguard.cli import _scan_run as scan_cmd
 from pytest_loopguard.cli._scan_run import _progress
+from pytest_loopguard.importers import ImportedRun, Importer, Source, available
 from pytest_loopguard.io._format import trace_from_mapping
 from pytest_loopguard.runtime._policy import resolve_policy
 from pytest_loopguard.scan._discover import LogFile, discover
@@ -467,3 +470,45 @@ def test_saving_a_scan_again_replaces_its_traces(tmp_path: Path) -> None:
     mine.write_text("loopguard: 1\nname: mine\nsteps: []\n", encoding="utf-8")
     assert run_scan(home, "--save", str(saved))[0] == 1
     assert mine.read_text(encoding="utf-8").startswith("loopguard: 1\nname: mine") and len(list(saved.iterdir())) == 2
+
+
+class Crashing(Importer):
+    """An importer with a bug: it recognises `{"crash": ...}` files and then fails on them."""
+
+    name = "crashing"
+    description = "a buggy plugin importer"
+
+    def sniff(self, source: Source) -> bool:
+        return isinstance(source.parsed, dict) and "crash" in source.parsed
+
+    def convert(self, source: Source) -> Iterator[ImportedRun]:
+        yield from source.parsed["crash"]  # an int here: TypeError
+
+
+CRASH_LINE = Crashing.convert.__code__.co_firstlineno + 1  # the line of `yield from` that raises
+
+
+@pytest.mark.parametrize("command", ["scan", "import"])
+def test_an_importer_that_crashes_is_exit_3_in_scan_as_in_import(
+        command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # a bug (ours or a plugin's) is exit 3 with the same line in both commands, never exit 2 (bad input); the
+    # other logs are still read, and a scan's report lists the bug among its errors
+    monkeypatch.setattr(scan_cmd, "available", lambda: [*available(), Crashing()])
+    monkeypatch.setattr(import_cmd, "available", lambda: [*available(), Crashing()])
+    odd = tmp_path / "odd.json"
+    odd.write_text('{"crash": 5}', encoding="utf-8")
+    good = tmp_path / "good.jsonl"
+    shutil.copyfile(SESSIONS / "claude-code" / "claude-reliability-coverage-test-fix.jsonl", good)
+    report = tmp_path / "scan.json"
+    argv = ["scan", str(odd), str(good), "--report", str(report)] if command == "scan" else [
+        "import", str(odd), str(good), "-o", str(tmp_path / "out")]
+    assert cli.main(argv) == 3
+    out, err = capsys.readouterr()
+    bug = (f"internal error (please report it): {odd}: the crashing importer failed: "
+           f"TypeError: 'int' object is not iterable at test_scan.py:{CRASH_LINE} in convert")
+    assert err == f"loopguard: {bug}\n"
+    if command == "scan":
+        assert "1 sessions in 2 logs" in out
+        assert json.loads(report.read_text(encoding="utf-8"))["errors"] == [bug]
+    else:
+        assert [p.name for p in (tmp_path / "out").iterdir()] == ["good.yaml"]

@@ -3,11 +3,12 @@
 A case starts from one base: a file of ../shared/corpus/real or ../shared/corpus/sessions, a member of the
 calibration tarball, or an SDK fixture (tests/importers/fixtures). One to three mutations are applied: keys
 deleted, duplicated or swapped, values of another type, huge strings and integers (past 2^53 and past
-Python's 4,300 digits), deep nesting, NaN/Infinity and numbers past a double, lone surrogate escapes, planted
-secrets as values and keys, truncation at a random byte, invalid UTF-8, bit flips. The case is written
-under a hostile file name (a newline, spaces, a secret, a long name) or packed into an archive (.tar,
-.tar.gz, .tar.xz, with hostile member names, sometimes corrupted). Each case gets its own folder, so a
-check can tell what an import wrote outside its output folder. The same seed always gives the same files.
+Python's 4,300 digits), numbers in a log's text made huge or odd (`Exit code 999…`, `¹`), deep nesting,
+NaN/Infinity and numbers past a double, lone surrogate escapes, planted secrets as values and keys,
+truncation at a random byte, invalid UTF-8, bit flips. The case is written under a hostile file name (a
+newline, spaces, a secret, a long name) or packed into an archive (.tar, .tar.gz, .tar.xz, with hostile
+member names, sometimes corrupted). Each case gets its own folder, so a check can tell what an import wrote
+outside its output folder. The same seed always gives the same files.
 """
 
 from __future__ import annotations
@@ -74,8 +75,10 @@ def _structural(rng: random.Random, doc: Any, recipe: list[str]) -> Any:
         return doc
     place = rng.choice(places)
     op = rng.choice(("delete", "swap", "type", "huge-string", "huge-int", "digits", "deep", "secret-key",
-                     "secret-value", "nan", "surrogate", "float"))
+                     "secret-value", "nan", "surrogate", "float", "text-digits"))
     recipe.append(op)
+    if op == "text-digits":
+        return _text_digits(rng, doc)
     keys = list(place) if isinstance(place, dict) else list(range(len(place)))
     if not keys:
         return doc
@@ -108,6 +111,29 @@ def _structural(rng: random.Random, doc: Any, recipe: list[str]) -> Any:
     return doc
 
 
+# numbers written inside a log's text ("Exit code 1", "<returncode>0</returncode>", "Tokens: 13k sent",
+# "gen_ai.prompt.0.role", a process id): past Python's 4,300 digits, past any exit code, or a digit int() refuses
+TEXT_NUMBERS = ("9" * 5000, "9" * 20, "1" * 400, "\u00b9")
+_DIGIT_RUN = re.compile(r"\d+")
+
+
+def _text_digits(rng: random.Random, doc: Any) -> Any:
+    """Every digit run of one string that holds digits (a value or a key) replaced by one of TEXT_NUMBERS."""
+    number = rng.choice(TEXT_NUMBERS)
+    spots = [(place, key) for place in _containers(doc)
+             for key in (place if isinstance(place, dict) else range(len(place)))
+             if (isinstance(key, str) and _DIGIT_RUN.search(key)) or
+             (isinstance(place[key], str) and _DIGIT_RUN.search(place[key]))]
+    if not spots:
+        return doc
+    place, key = rng.choice(spots)
+    if isinstance(key, str) and _DIGIT_RUN.search(key) and (rng.random() < 0.5 or not isinstance(place[key], str)):
+        place[_DIGIT_RUN.sub(number, key)] = place.pop(key)
+    else:
+        place[key] = _DIGIT_RUN.sub(number, place[key])
+    return doc
+
+
 def _text(doc: Any) -> str:
     text = json.dumps(doc, ensure_ascii=True)
     text = text.replace('"@@DIGITS@@"', "9" * 4301).replace('"@@BIGFLOAT@@"', "1e400")
@@ -115,11 +141,14 @@ def _text(doc: Any) -> str:
 
 
 def _bytes_op(rng: random.Random, data: bytes, recipe: list[str]) -> bytes:
-    op = rng.choice(("truncate", "utf8", "flip", "duplicate-key"))
+    op = rng.choice(("truncate", "utf8", "flip", "duplicate-key", "text-digits"))
     recipe.append(op)
     if not data:
         return data
     at = rng.randrange(len(data))
+    if op == "text-digits":  # the digit runs of a stretch of a text log (aider's Markdown has no JSON to parse)
+        number = rng.choice(TEXT_NUMBERS).encode()
+        return data[:at] + re.sub(rb"\d+", number, data[at:at + 4096]) + data[at + 4096:]
     if op == "truncate":
         return data[:at]
     if op == "utf8":

@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import CPU_SECONDS, MEMORY_BYTES, _on_timer, _OverBudget
 
-# what our error lines say of our own bugs (exit 3, or scan's line for an importer that raised)
-BUG_MARKS = ("this is a bug in the importer", "internal error")
+# what our error lines say of our own bugs (with exit 3, in import, eval and scan alike)
+BUG_MARKS = ("internal error",)
 DEFECTS = ("cli", "outside", "invalid", "exception", "hang", "memory", "crash")
 OUT = "out"  # import's output folder
 SCAN_OUT = "scan-out"  # scan's --save folder and --report file
@@ -59,7 +59,7 @@ def _judged(argv: list[str], *names: str) -> tuple[str, str]:
         return "cli", f"{argv[0]}: exit {status}: {text[-300:]}"
     if any(not line.startswith("loopguard:") for line in lines):
         return "cli", f"{argv[0]}: a stderr line that is not our error: {text[:300]!r}"
-    # scan reports an importer's exception as one line and goes on with the other logs (exit 2): still a bug
+    # an importer's exception: one line and the other logs go on, but exit 3 at the end, a bug
     if any(mark in text for mark in BUG_MARKS):
         return "cli", f"{argv[0]}: exit {status}: {text[-300:]}"
     if status == 2 and (not lines or not all(any(n in line for n in shown) or "<redacted:" in line

@@ -207,13 +207,45 @@ def test_repro_ends_accepted_or_refused_in_one_line(folder: str, tmp_path: Path)
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_repro_through_scan(folder: str, tmp_path: Path) -> None:
     # the folder named to `loopguard scan` (each log in it detected), saving and reporting: accepted or our
-    # one-line errors, no importer failing (scan would report that as one line and go on), nothing written
+    # one-line errors, no importer failing (an internal error, exit 3), nothing written
     # outside its folders, the saved traces valid, no planted secret shown
     before = files_under(REPROS)
     saved, report = tmp_path / "saved", tmp_path / "scan.json"
     ended = loopguard("scan", REPROS / folder, "--save", saved, "--report", report, cwd=tmp_path)
     assert ok(ended) == []
-    assert "bug in the importer" not in ended.stderr
+    assert "internal error" not in ended.stderr
     assert files_under(REPROS) == before and report.is_file()
     assert traces_valid(saved, tmp_path) is None
     assert secrets_in(ended, saved) == [] and not SECRETS.search(report.read_text(encoding="utf-8"))
+
+
+# ---- our own repros (tests/fuzz/import-repros/): importer bugs found after the fuzz round ------------------
+OWN = Path(__file__).resolve().parent / "import-repros"
+OWN_FOLDERS = re.findall(r"^\| ([a-z0-9-]+) \|", (OWN / "README.md").read_text(encoding="utf-8"), re.M)[1:]
+
+
+def _own_inputs(folder: str) -> list[Path]:
+    """The folder's logs: its files, and its sub-folders as one source each (a Cline task folder)."""
+    return sorted((OWN / folder).iterdir())
+
+
+def test_every_own_folder_is_in_the_table() -> None:
+    assert OWN_FOLDERS and sorted(OWN_FOLDERS) == sorted(p.name for p in OWN.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("folder", OWN_FOLDERS)
+def test_own_repro_is_imported_and_scanned_without_an_internal_error(folder: str, tmp_path: Path) -> None:
+    # a well-formed log with one odd value: imported (exit 0, not refused), its trace valid, and eval and
+    # scan (--save, --report) end in our terms, never exit 3
+    before = files_under(OWN)
+    for n, log in enumerate(_own_inputs(folder)):
+        out = tmp_path / f"out{n}"
+        ended = loopguard("import", log, "-o", out, cwd=tmp_path)
+        assert ended.status == 0 and len(list(out.iterdir())) == 1, ended
+        assert traces_valid(out, tmp_path) is None
+        assert ok(loopguard("eval", log, cwd=tmp_path)) == []
+        saved, report = tmp_path / f"saved{n}", tmp_path / f"scan{n}.json"
+        scanned = loopguard("scan", log, "--save", saved, "--report", report, cwd=tmp_path)
+        assert ok(scanned) == [] and scanned.status in (0, 1) and "internal error" not in scanned.stderr
+        assert traces_valid(saved, tmp_path) is None
+    assert files_under(OWN) == before

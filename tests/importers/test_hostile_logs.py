@@ -25,7 +25,8 @@ from pytest_loopguard import Session, ToolCall, ToolResult, cli
 from pytest_loopguard.core._limits import MAX_DEPTH
 from pytest_loopguard.core._safeload import check_json_depth, one_line, parse_foreign_json, parse_json
 from pytest_loopguard.errors import TraceError
-from pytest_loopguard.importers.build import parse_arguments
+from pytest_loopguard.importers import to_trace
+from pytest_loopguard.importers.build import ImportedRunBuilder, exit_code, number_in_text, parse_arguments
 
 
 def chat_log(run_id: str, args: dict[str, object]) -> dict[str, object]:
@@ -255,3 +256,31 @@ def test_argument_text_at_the_depth_limit_is_parsed() -> None:
     inner = MAX_DEPTH - 1
     args, extra = parse_arguments('{"a": ' + "[" * inner + "]" * inner + "}")
     assert extra == {} and list(args) == ["a"]
+
+
+@pytest.mark.parametrize("text", ["9" * 5000, "9" * 17, "\u00b9", "1e3", "", " 1", "+1", "0x10"])
+def test_a_number_in_a_logs_text_past_its_bounds_or_odd_is_none(text: str) -> None:
+    # int() raises on 5,000 digits and on "¹" (which str.isdigit admits): a log's number is read bounded
+    assert exit_code(text) is None and number_in_text(text) is None
+
+
+def test_a_number_in_a_logs_text_within_its_bounds_is_read() -> None:
+    assert exit_code("-1") == -1 and exit_code(str(2**31 - 1)) == 2**31 - 1 and exit_code(str(2**31)) is None
+    assert number_in_text("\u0663") == 3 and number_in_text("-1") is None and number_in_text("12", 0, 11) is None
+    assert number_in_text(7) == 7 and number_in_text(True) is None and number_in_text(2**53 + 1) is None
+
+
+def test_a_count_past_what_a_trace_holds_is_left_out_with_a_warning() -> None:
+    b = ImportedRunBuilder("odd", file="odd.json")
+    b.llm(index=0, input_tokens=10**20, output_tokens=5)
+    b.rejected("bad", index=1, input_tokens=3, output_tokens=10**4000)
+    step = b.tool("ls", {}, index=2)
+    b.set_result(step, {"text": "x", "tokens": 10**10, "bytes": 4, "exit_code": -(2**60)})
+    b.compacted(index=3, tokens_before=2 * 10**9)
+    b.steps[0]["t"] = 2**60
+    run = b.build()
+    steps = to_trace(run).steps
+    llm, rejected = steps[0].llm, steps[1].rejected.llm
+    assert [len(run.warnings), llm.input_tokens, llm.output_tokens, rejected.output_tokens] == [6, None, 5, None]
+    assert (steps[2].result.tokens, steps[2].result.bytes, steps[2].result.exit_code) == (None, 4, None)
+    assert all("is past what a trace holds" in w for w in run.warnings)
