@@ -1,4 +1,4 @@
-"""Pydantic AI agents under a loop-guard policy: a capability that reports each model request and tool call to a Session.
+"""Pydantic AI agents under a loop-guard policy: a capability reporting each model request and tool call to a Session.
 
     from pydantic_ai import Agent
     from pytest_loopguard import Session
@@ -132,7 +132,7 @@ class LoopGuard(AbstractCapability[Any]):
         if not isinstance(output, DeferredToolRequests) and not self.session.ended:
             # a run paused on deferred calls is not over: its session stays open (incomplete)
             decision = self.session.done(None, output if isinstance(output, str) else repr(output))
-            if self.session.ended and self.session.outcome != "completed":
+            if self.session.outcome not in (None, "completed"):  # a verdict on the answer ended the run
                 raise LoopGuardStopped(self.session, decision)
         return result
 
@@ -276,7 +276,7 @@ class LoopGuard(AbstractCapability[Any]):
                 session.after_call(first.call, ToolResult.failure(error) if decision.runs else None)
             else:
                 session.not_run(first.call, "cancelled", NOT_RUN_REASON)
-            if session.ended:
+            if session.outcome is not None:  # (a verdict on this call ended the run)
                 self._announced.clear()
                 raise LoopGuardStopped(session, decision)
         self._invalid.clear()
