@@ -7,6 +7,7 @@ from typing import Any
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.usage import UsageLimits
 
 from ..live._session import Session
 from .pydantic_ai import LoopGuard
@@ -37,10 +38,11 @@ def overhead_run(calls: int, guarded: bool) -> None:
     `default` policy through `LoopGuard` (a session that records nothing) when `guarded`."""
     agent = _agent(calls)
     prompt = "Run each step."
+    limits = UsageLimits(request_limit=None)  # Pydantic AI stops a run at 50 requests by default
     if not guarded:
-        agent.run_sync(prompt)
+        agent.run_sync(prompt, usage_limits=limits)
         return
     with Session("default", now_ms=None) as session:
-        result: Any = agent.run_sync(prompt, capabilities=[LoopGuard(session)])
+        result: Any = agent.run_sync(prompt, usage_limits=limits, capabilities=[LoopGuard(session)])
     if result.output != "all steps done" or session.outcome != "completed":
         raise RuntimeError(f"the guarded bench run did not complete: {session.outcome}")

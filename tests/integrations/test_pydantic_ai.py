@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import ModelHTTPError, ModelRetry, ToolFailed
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.models.test import TestModel
 
 from pytest_loopguard import Session, load_file, replay
@@ -189,6 +190,34 @@ def test_a_transient_model_error_is_retried_after_the_policy_backoff(tmp_path: P
     assert output == "finished" and waits == [1.0] and ran == ["check_status build-42"]
     assert [str(s.action) for s in session.steps][:2] == ["allow", "retry"]
     assert verdict_table(session.steps) == verdict_table(replay(load_file(path)[0], "default").steps)
+
+
+def test_streamed_and_iterated_runs_get_the_verdicts_replay_gives(tmp_path: Path) -> None:
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[DeltaToolCalls | str]:
+        if len(messages) > 24:
+            yield "gave up"
+            return
+        yield {0: DeltaToolCall("check_status", '{"job": "build-42"}', tool_call_id=f"s{len(messages)}")}
+
+    async def drive(how: str, session: Session) -> None:
+        agent = agent_with_tools(FunctionModel(stream_function=stream) if how == "stream" else loop_model()[0], ran)
+        guard = LoopGuard(session)
+        if how == "stream":
+            async with agent.run_stream("Wait for build 42.", capabilities=[guard]) as streamed:
+                await streamed.get_output()
+        else:
+            async with agent.iter("Wait for build 42.", capabilities=[guard]) as run:
+                async for _ in run:
+                    pass
+
+    for how in ("stream", "iter"):
+        ran: list[str] = []
+        path = tmp_path / f"{how}.jsonl"
+        with Session("default", record=path, now_ms=None) as session, pytest.raises(LoopGuardStopped):
+            asyncio.run(drive(how, session))
+        replayed = replay(load_file(path)[0], "default")
+        assert verdict_table(session.steps) == verdict_table(replayed.steps), how
+        assert (session.outcome, len(ran)) == ("stopped", 4), how
 
 
 def test_an_agent_without_a_loop_runs_unchanged_with_zero_verdicts(tmp_path: Path) -> None:
