@@ -33,7 +33,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import (
     AgentRunError,
@@ -185,14 +184,10 @@ class LoopGuard(AbstractCapability[Any]):
     ) -> ValidatedToolArgs:
         try:
             return await handler(args)
-        except ValidationError as e:
-            # invalid arguments: the call never runs; it is reported as a failed call, in its turn
-            self._invalid[call.tool_call_id] = "invalid arguments: " + "; ".join(
-                f"{'.'.join(str(x) for x in err['loc']) or 'args'}: {err['msg']}" for err in e.errors()
-            )
-            raise
-        except (ModelRetry, ToolFailed) as e:
-            self._invalid[call.tool_call_id] = f"invalid arguments: {e.message}"
+        except Exception as e:
+            # invalid arguments (pydantic's ValidationError, or a validator's ModelRetry / ToolFailed): the
+            # call never runs, and is reported as a failed call in its turn
+            self._invalid[call.tool_call_id] = f"invalid arguments: {_validation_text(e)}"
             raise
 
     async def wrap_tool_execute(
@@ -286,6 +281,17 @@ class LoopGuard(AbstractCapability[Any]):
 def _tool_call(part: ToolCallPart) -> ToolCall:
     """The call as the model asked for it (its own tool name and arguments; broken JSON as `INVALID_JSON`)."""
     return ToolCall.of(part.tool_name, part.args_as_dict())
+
+
+def _validation_text(error: Exception) -> str:
+    """A validation failure in one line: each pydantic error as `field: message` (no docs URL, which names
+    pydantic's version), or a validator's own message."""
+    if isinstance(error, ModelRetry | ToolFailed):
+        return error.message
+    errors = getattr(error, "errors", None)
+    if callable(errors):  # pydantic's ValidationError, matched by shape: pydantic is not imported here
+        return "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'args'}: {e['msg']}" for e in errors())
+    return f"{type(error).__name__}: {error}"
 
 
 def _prompt_text(prompt: str | Sequence[Any] | None) -> str:
