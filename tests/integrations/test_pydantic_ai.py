@@ -82,9 +82,9 @@ def agent_with_tools(model: FunctionModel | TestModel, ran: list[str]) -> Agent[
     return agent
 
 
-def guarded_run(tmp_path: Path, policy: str, model: FunctionModel | TestModel, ran: list[str],
+def guarded_run(tmp_path: Path, policy: Any, model: FunctionModel | TestModel, ran: list[str],
                 sleep: Callable[[float], Any] | None = None) -> tuple[Session, Path, object]:
-    path = tmp_path / f"{policy}.jsonl"
+    path = tmp_path / f"{policy if isinstance(policy, str) else 'policy'}.jsonl"
     agent = agent_with_tools(model, ran)
     ended: object = None
     with Session(policy, record=path, now_ms=None) as session:
@@ -190,6 +190,27 @@ def test_a_transient_model_error_is_retried_after_the_policy_backoff(tmp_path: P
     session, path, output = guarded_run(tmp_path, "default", model, ran, sleep=sleep)
     assert output == "finished" and waits == [1.0] and ran == ["check_status build-42"]
     assert [str(s.action) for s in session.steps][:2] == ["allow", "retry"]
+    assert verdict_table(session.steps) == verdict_table(replay(load_file(path)[0], "default").steps)
+
+
+def test_a_verdict_on_a_model_response_ends_the_run_before_its_calls_run(tmp_path: Path) -> None:
+    policy = {"preset": "default", "failure_tracker": {"max_steps": 2}}
+    model, _ = scripted([[ToolCallPart("read_file", {"path": f"f{i}.py"})] for i in range(5)])
+    ran: list[str] = []
+    session, path, ended = guarded_run(tmp_path, policy, model, ran)
+    assert isinstance(ended, LoopGuardStopped) and ended.outcome == "exhausted"
+    assert session.steps[ended.stopped_at or 0].kind == "llm" and ran == ["read_file f0.py", "read_file f1.py"]
+    replayed = replay(load_file(path)[0])  # the recording names the policy mapping it ran under
+    assert verdict_table(session.steps) == verdict_table(replayed.steps)
+    assert (replayed.outcome, replayed.stopped_at) == ("exhausted", ended.stopped_at)
+
+
+def test_a_model_error_the_policy_gives_up_on_fails_the_run(tmp_path: Path) -> None:
+    model, _ = scripted([[REPEAT], ModelHTTPError(400, "scripted", "bad request")])
+    ran: list[str] = []
+    session, path, ended = guarded_run(tmp_path, "default", model, ran)
+    assert isinstance(ended, LoopGuardStopped) and (ended.action, ended.outcome) == ("fail", "failed")
+    assert isinstance(ended.__cause__, ModelHTTPError)
     assert verdict_table(session.steps) == verdict_table(replay(load_file(path)[0], "default").steps)
 
 
