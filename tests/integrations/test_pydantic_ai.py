@@ -12,7 +12,16 @@ from typing import Any
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import ModelHTTPError, ModelRetry, ToolFailed
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturn,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.models.test import TestModel
 
@@ -158,6 +167,24 @@ def test_the_recording_replays_to_the_live_verdicts(tmp_path: Path, policy: str)
     assert (session.outcome, session.stopped_at, session.stopped_by) == (
         replayed.outcome, replayed.stopped_at, replayed.stopped_by)
     assert len(session.steps) > 12
+
+
+def test_a_warned_structured_return_keeps_its_extra_content(tmp_path: Path) -> None:
+    model, seen = scripted([[ToolCallPart("status", {"job": "build-42"})]] * 3 + ["ok"])
+    agent = Agent(model)
+
+    @agent.tool_plain
+    def status(job: str) -> ToolReturn:
+        return ToolReturn({"state": "pending"}, content="a screenshot of the build page", metadata={"id": 7})
+
+    with Session("default", record=tmp_path / "r.jsonl", now_ms=None) as session:
+        agent.run_sync("Wait for build 42.", capabilities=[LoopGuard(session)])
+    assert [str(s.action) for s in session.steps if s.kind == "tool"] == ["allow", "allow", "warn"]
+    returns = [p for parts in seen for p in parts if isinstance(p, ToolReturnPart)]
+    notes = [p.content for parts in seen for p in parts if isinstance(p, UserPromptPart)]
+    assert returns[0].content == {"state": "pending"}  # allowed: the value itself, untouched
+    assert returns[2].content.startswith('{"state":"pending"}\n\nWarning: ')  # warned: the text the model sees
+    assert notes.count("a screenshot of the build page") == 3
 
 
 def test_calls_run_in_order_and_broken_or_unknown_calls_are_failed_calls(tmp_path: Path) -> None:
