@@ -70,7 +70,7 @@ __all__ = ["LoopGuard", "LoopGuardStopped"]
 
 # the reason recorded for a call the response asked for that Pydantic AI never ran (deferred for
 # approval or to an external executor, or skipped once a final output was accepted)
-NOT_RUN_REASON = "not run by the agent: deferred (approval or an external tool) or skipped after the final output"
+_NOT_RUN_REASON = "not run by the agent: deferred (approval or an external tool) or skipped after the final output"
 
 
 class LoopGuardStopped(AgentRunError):
@@ -211,8 +211,9 @@ class LoopGuard(AbstractCapability[Any]):
             raise ToolFailed(reply.content)  # blocked: the function is not called; the model sees why
         try:
             value = await handler(args)
-        except (CallDeferred, ApprovalRequired):
-            session.not_run(guarded, "cancelled", NOT_RUN_REASON)
+        except (CallDeferred, ApprovalRequired) as e:
+            needs = "approval" if isinstance(e, ApprovalRequired) else "an external tool to run it"
+            session.not_run(guarded, "cancelled", f"deferred: the call needs {needs}")
             raise
         except SkipToolExecution as skip:  # another capability answered for the tool
             reply = session.after_call(guarded, ToolResult(text=_model_text(skip.result)))
@@ -270,7 +271,7 @@ class LoopGuard(AbstractCapability[Any]):
             if error is not None:
                 session.after_call(first.call, ToolResult.failure(error) if decision.runs else None)
             else:
-                session.not_run(first.call, "cancelled", NOT_RUN_REASON)
+                session.not_run(first.call, "cancelled", _NOT_RUN_REASON)
             if session.outcome is not None:  # (a verdict on this call ended the run)
                 self._announced.clear()
                 raise LoopGuardStopped(session, decision)

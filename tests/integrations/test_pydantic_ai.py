@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic_ai import Agent
-from pydantic_ai.exceptions import ModelHTTPError, ModelRetry, ToolFailed
+from pydantic_ai import Agent, DeferredToolRequests
+from pydantic_ai.exceptions import CallDeferred, ModelHTTPError, ModelRetry, ToolFailed
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -185,6 +185,39 @@ def test_a_warned_structured_return_keeps_its_extra_content(tmp_path: Path) -> N
     assert returns[0].content == {"state": "pending"}  # allowed: the value itself, untouched
     assert returns[2].content.startswith('{"state":"pending"}\n\nWarning: ')  # warned: the text the model sees
     assert notes.count("a screenshot of the build page") == 3
+
+
+def test_deferred_calls_are_recorded_as_not_run_and_the_paused_run_stays_incomplete(tmp_path: Path) -> None:
+    model, _ = scripted([[ToolCallPart("read_file", {"path": "a.py"}), ToolCallPart("delete", {"path": "a.py"}),
+                          ToolCallPart("deploy", {"env": "prod"})], "ok"])
+    agent: Agent[None, str | DeferredToolRequests] = Agent(model, output_type=[str, DeferredToolRequests])
+    ran: list[str] = []
+
+    @agent.tool_plain
+    def read_file(path: str) -> str:
+        ran.append(path)
+        return "x = 1"
+
+    @agent.tool_plain(requires_approval=True)
+    def delete(path: str) -> str:
+        ran.append("delete")
+        return "deleted"
+
+    @agent.tool_plain
+    def deploy(env: str) -> str:
+        ran.append("deploy")
+        raise CallDeferred  # the tool hands the call to something outside the run
+
+    path = tmp_path / "paused.jsonl"
+    with Session("default", record=path, now_ms=None) as session:
+        output = agent.run_sync("Clean up.", capabilities=[LoopGuard(session)]).output
+    assert isinstance(output, DeferredToolRequests) and ran == ["a.py", "deploy"]
+    trace = load_file(path)[0]
+    not_run = [(s.call.tool, s.not_run.reason) for s in trace.steps if s.call is not None and s.not_run is not None]
+    assert not_run == [("delete", "not run by the agent: deferred (approval or an external tool) or skipped after "
+                                  "the final output"), ("deploy", "deferred: the call needs an external tool to run it")]
+    assert session.outcome == "incomplete" and all(s.done is None for s in trace.steps)
+    assert verdict_table(session.steps) == verdict_table(replay(trace, "default").steps)
 
 
 def test_calls_run_in_order_and_broken_or_unknown_calls_are_failed_calls(tmp_path: Path) -> None:
