@@ -214,8 +214,10 @@ def test_deferred_calls_are_recorded_as_not_run_and_the_paused_run_stays_incompl
     assert isinstance(output, DeferredToolRequests) and ran == ["a.py", "deploy"]
     trace = load_file(path)[0]
     not_run = [(s.call.tool, s.not_run.reason) for s in trace.steps if s.call is not None and s.not_run is not None]
-    assert not_run == [("delete", "not run by the agent: deferred (approval or an external tool) or skipped after "
-                                  "the final output"), ("deploy", "deferred: the call needs an external tool to run it")]
+    assert not_run == [
+        ("delete", "not run by the agent: deferred (approval or an external tool) or skipped after the final output"),
+        ("deploy", "deferred: the call needs an external tool to run it"),
+    ]
     assert session.outcome == "incomplete" and all(s.done is None for s in trace.steps)
     assert verdict_table(session.steps) == verdict_table(replay(trace, "default").steps)
 
