@@ -303,6 +303,8 @@ def _prompt_text(prompt: str | Sequence[Any] | None) -> str:
 
 def _model_text(value: Any) -> str:
     """What the model is shown of a tool's return value (Pydantic AI's own serialisation)."""
+    if isinstance(value, str):
+        return value  # what most tools return, shown as it is
     if isinstance(value, ToolReturn):
         value = value.return_value
     return ToolReturnPart(tool_name="", content=value).model_response_str()

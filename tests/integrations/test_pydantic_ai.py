@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 from pydantic_ai import Agent, DeferredToolRequests
 from pydantic_ai.exceptions import CallDeferred, ModelHTTPError, ModelRetry, ToolFailed
 from pydantic_ai.messages import (
@@ -314,6 +315,26 @@ def test_an_agent_without_a_loop_runs_unchanged_with_zero_verdicts(tmp_path: Pat
     assert output == unguarded.output and ran == plain and len(ran) == 3
     assert session.outcome == "completed"
     assert [v for s in session.steps for v in s.verdicts] == []
+
+
+class BuildState(BaseModel):
+    status: str
+
+
+def test_a_structured_output_is_the_answer_not_a_call(tmp_path: Path) -> None:
+    agent: Agent[None, BuildState] = Agent(TestModel(), output_type=BuildState)  # answers through the final_result tool
+
+    @agent.tool_plain
+    def check_status(job: str) -> str:
+        return "green"
+
+    path = tmp_path / "structured.jsonl"
+    with Session("default", record=path, now_ms=None) as session:
+        output = agent.run_sync("Is build 42 green?", capabilities=[LoopGuard(session)]).output
+    trace = load_file(path)[0]
+    assert [s.call.tool for s in trace.steps if s.call is not None] == ["check_status"]
+    assert trace.steps[-1].done is not None and trace.steps[-1].done.text == repr(output)
+    assert session.outcome == "completed"
 
 
 def test_overhead_run_drives_the_agent_with_and_without_the_guard() -> None:
