@@ -223,6 +223,17 @@ def test_deferred_calls_are_recorded_as_not_run_and_the_paused_run_stays_incompl
     assert verdict_table(session.steps) == verdict_table(replay(trace, "default").steps)
 
 
+def test_a_failing_tools_warnings_reach_the_model_with_its_failure(tmp_path: Path) -> None:
+    model, seen = scripted([[ToolCallPart("run", {"cmd": "pytest -x"})]] * 4 + ["stuck"])
+    session, _, _ = guarded_run(tmp_path, "default", model, [])
+    tools = [s for s in session.steps if s.kind == "tool"]
+    returns = [p for parts in seen for p in parts if isinstance(p, ToolReturnPart)]
+    assert [str(s.action) for s in tools] == ["allow", "allow", "warn", "warn"]
+    warned = returns[2]
+    assert warned.outcome == "failed"  # still the ToolFailed the tool raised
+    assert warned.content == "pytest -x: 1 failed\n\n" + "\n".join(v.message for v in tools[2].verdicts)
+
+
 def test_calls_run_in_order_and_broken_or_unknown_calls_are_failed_calls(tmp_path: Path) -> None:
     model, _ = scripted([*SCRIPT[:5], "done"])
     ran: list[str] = []
