@@ -70,6 +70,7 @@ rl.on("line", (line) => {
       default: // every other event: Roo's detector does not look at it
         reply = { verdicts: [] };
     }
+    if (Number.isInteger(request.seq)) reply.seq = request.seq; // echoed: the caller catches a late reply at once
   } catch (e) {
     reply = { error: `roo-guard.js: ${e.message}` };
   }

@@ -71,6 +71,7 @@ class GuardProcess:
         self._buffer = bytearray()
         self._scanned = 0  # how much of _buffer is known to hold no newline: each byte is searched once
         self.open_run = False  # a run_start was sent and its run_end not yet
+        self._seq = 0  # the number of the last request sent
         try:
             self._proc = subprocess.Popen(
                 self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
@@ -117,8 +118,11 @@ class GuardProcess:
     def _request(self, message: Mapping[str, Any], where: str) -> Any:
         if self._proc.returncode is not None or self._proc.stdin is None or self._proc.stdin.closed:
             raise self._error(where, "the guard process has already ended")
+        # every request is numbered; a guard that echoes `seq` in its reply lets a reply that arrives one request
+        # late (a second reply written after the caller moved on) be caught at once instead of shifting the rest
+        self._seq = seq = self._seq + 1
         try:
-            data = _dumps(message)
+            data = _dumps({**message, "seq": seq})
         except (TypeError, ValueError) as exc:  # a value JSON cannot carry (NaN from a policy's own numbers)
             raise self._error(where, f"the request cannot be written as JSON: {exc}") from None
         self._drain_stray(where)
@@ -172,11 +176,17 @@ class GuardProcess:
         if self._buffer:
             raise self._error(where, f"wrote more than one line in reply: {_brief(bytes(self._buffer))}")
         try:
-            return json.loads(line)
+            reply = json.loads(line)
         except (ValueError, RecursionError):
             if where == "hello":
                 raise self._error(where, _BEFORE_HELLO + _brief(line)) from None
             raise self._error(where, f"replied with a line that is not JSON: {_brief(line)}") from None
+        if type(reply) is dict and "seq" in reply:
+            if reply["seq"] != self._seq:
+                raise self._error(where, f"replied to request {_brief(reply['seq'])}, not to this one "
+                                         f"({self._seq}): a reply came late or twice")
+            del reply["seq"]
+        return reply
 
     def _drain_stray(self, where: str) -> None:
         """Anything the guard wrote since its last reply (a second reply, unasked output) breaks the protocol."""

@@ -18,6 +18,7 @@ __all__ = ["OPS", "protocol_schema", "protocol_schema_text"]
 
 _INDEX: Final = {"type": ["integer", "null"], "minimum": 0, "description": "the step's index in the trace; null live"}
 _T: Final = {"type": ["integer", "null"], "minimum": 0, "description": "the run's clock, in milliseconds"}
+_SEQ: Final = {"type": "integer", "minimum": 1, "description": "the request's number; a reply may echo it"}
 _CALL: Final = {
     "type": "object",
     "required": ["tool"],
@@ -35,7 +36,7 @@ def _event(op: str, required: list[str], properties: dict[str, Any], description
         "type": "object",
         "description": description,
         "required": ["op", *required],
-        "properties": {"op": {"const": op}, "index": _INDEX, "t": _T, **properties},
+        "properties": {"op": {"const": op}, "index": _INDEX, "t": _T, "seq": _SEQ, **properties},
         "additionalProperties": False,
     }
 
@@ -46,12 +47,12 @@ def _ops() -> dict[str, dict[str, Any]]:
         "hello": {
             "type": "object", "required": ["op", "protocol"], "additionalProperties": False,
             "description": "the first request of a process; the reply says who the guard is",
-            "properties": {"op": {"const": "hello"}, "protocol": {"const": PROTOCOL_VERSION}},
+            "properties": {"op": {"const": "hello"}, "protocol": {"const": PROTOCOL_VERSION}, "seq": _SEQ},
         },
         "run_start": {
             "type": "object", "required": ["op", "run"], "additionalProperties": False,
             "description": "a new run: a new Guard",
-            "properties": {"op": {"const": "run_start"}, "index": _INDEX, "t": _T, "run": {
+            "properties": {"op": {"const": "run_start"}, "index": _INDEX, "t": _T, "seq": _SEQ, "run": {
                 "type": "object", "additionalProperties": False,
                 "properties": {
                     "name": {"type": "string"},
@@ -110,9 +111,10 @@ def protocol_schema() -> dict[str, Any]:
             "protocol": {"const": PROTOCOL_VERSION},
             "guard": {"type": "object", "properties": {"name": {"type": "string"}, "version": {"type": "string"}}}}},
         {"type": "object", "required": ["verdicts"], "additionalProperties": False, "properties": {
-            "verdicts": {"type": "array", "maxItems": MAX_VERDICTS, "items": {"$ref": "#/$defs/verdict"}}}},
+            "verdicts": {"type": "array", "maxItems": MAX_VERDICTS, "items": {"$ref": "#/$defs/verdict"}},
+            "seq": _SEQ}},
         {"type": "object", "required": ["error"], "additionalProperties": False,
-         "properties": {"error": {"type": "string"}}},
+         "properties": {"error": {"type": "string"}, "seq": _SEQ}},
     ]}
     defs = {k: trace_defs[k] for k in ("result", "llm", "usage", "message", "rejected", "done", "denied", "cancelled",
                                        "budget", "context")}

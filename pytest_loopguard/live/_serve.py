@@ -100,6 +100,7 @@ class GuardServer:
 
     # ---- a line in, a line out ---------------------------------------------------------------------------
     def handle(self, line: str) -> str:
+        seq: Any = None
         try:
             if len(line) > MAX_REQUEST_BYTES:
                 raise RequestError(f"a request of {len(line)} characters; at most {MAX_REQUEST_BYTES}")
@@ -107,6 +108,7 @@ class GuardServer:
             request = json.loads(line)
             if not isinstance(request, dict):
                 raise RequestError("expected a JSON object with `op`")
+            seq = request.pop("seq", None)  # the caller's number for this request, echoed
             reply: Any = self._dispatch(request)
         except RequestError as exc:
             reply = {"error": one_line(str(exc))}
@@ -114,6 +116,8 @@ class GuardServer:
             reply = {"error": one_line(str(exc))}
         except (ValueError, RecursionError) as exc:
             reply = {"error": one_line(f"not a JSON request: {exc}")}
+        if type(seq) is int:
+            reply["seq"] = seq
         return json.dumps(reply, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
     def close(self) -> None:

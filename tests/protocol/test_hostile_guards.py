@@ -142,10 +142,17 @@ def test_a_broken_guard_is_one_line_naming_guard_run_and_step(
 def test_a_second_reply_is_found_at_the_next_request(probe: Trace, tmp_path: Path) -> None:
     # The second reply to step 1's before_call comes with the reply to the next request (its after_call), in one
     # write: found there, whatever the timing. (A second reply that comes on its own after the next request went
-    # out cannot be told from that request's reply: the protocol has no request ids. It is found when a request
-    # finds it waiting, which on a loaded machine may be many requests, or a run, later.)
+    # out can be told from that request's reply only by its `seq`: see the next test.)
     line = broken_run(probe, hostile("twice", "--at", "before_call@1"), tmp_path)
     assert "run 'hostile-probe', step 1 (after_call read_file): wrote more than one line in reply" in line, line
+
+
+def test_a_late_second_reply_is_caught_at_once_when_the_guard_echoes_seq(probe: Trace, tmp_path: Path) -> None:
+    # the second reply to step 1's before_call arrives on its own, as the reply to the next request: its `seq`
+    # names the request it answers, so the shift is caught there and then, not requests or runs later
+    line = broken_run(probe, hostile("twice-late", "--at", "before_call@1", "--echo-seq"), tmp_path)
+    assert "run 'hostile-probe', step 1 (after_call read_file): replied to request " in line, line
+    assert "a reply came late or twice" in line, line
 
 
 def test_stderr_tail_is_quoted_when_a_flooding_guard_goes_silent(probe: Trace, tmp_path: Path) -> None:

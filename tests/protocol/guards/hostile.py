@@ -12,9 +12,11 @@ one write), `banner` (a line on stdout before anything is asked; WHEN unused), `
 without replying), `flood` (writes --size bytes to stderr, then replies correctly), `flood-silent` (floods
 stderr, writes a last stderr line, never replies), `deaf` (answers, then stops reading stdin), `error`
 (replies {"error": ...}), `reply` (replies --reply LINE verbatim), `huge` (a reply line of --size bytes),
-`slow` (each reply waits --delay seconds), `sigint-parent` (sends SIGINT to the process that started it,
+`slow` (each reply waits --delay seconds), `twice-late` (replies; its second reply to that request comes on
+its own, just before its reply to the next one), `sigint-parent` (sends SIGINT to the process that started it,
 then never replies), `ok` (never breaks). `--sticky`: it does not exit at end of input; `--start-delay S`:
-it reads nothing for S seconds after it starts (a slow start).
+it reads nothing for S seconds after it starts (a slow start); `--echo-seq`: every reply carries the request's
+`seq`, as the protocol lets a guard do.
 `--pids FILE` appends the process id once at start, `--hellos FILE` once per `hello`, `--reached FILE` once
 when WHEN comes. Only the standard library, run with `-I -S`, so it starts in tens of milliseconds.
 """
@@ -60,6 +62,7 @@ def main() -> int:
     p.add_argument("--sticky", action="store_true")
     p.add_argument("--start-delay", type=float, default=0.0)
     p.add_argument("--delay", type=float, default=0.0)
+    p.add_argument("--echo-seq", action="store_true")
     a = p.parse_args()
     _append(a.pids)
     time.sleep(a.start_delay)
@@ -83,9 +86,14 @@ def main() -> int:
             else:
                 reached = number == int(a.at)
         reply = b'{"protocol":1,"guard":{"name":"hostile","version":"1"}}\n' if op == "hello" else ALLOW
+        if a.echo_seq and isinstance(request.get("seq"), int):
+            reply = reply[:-2] + b',"seq":' + str(request["seq"]).encode() + b"}\n"
         if op == "hello":
             _append(a.hellos)
         if not reached or a.mode in ("ok", "banner"):
+            if late and a.mode == "ok" and a.echo_seq:
+                _out(late)  # the late second reply on its own: the caller reads it as this request's reply
+                late = b""
             _out(late + reply)
             late = b""
             continue
@@ -99,6 +107,9 @@ def main() -> int:
         elif mode == "garbage":
             _out(b"<html>502 Bad Gateway</html>\n")
         elif mode == "twice":
+            _out(reply)
+            late = reply
+        elif mode == "twice-late":
             _out(reply)
             late = reply
         elif mode == "twice-joined":
