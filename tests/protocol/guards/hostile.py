@@ -106,10 +106,7 @@ def main() -> int:
             _hang()
         elif mode == "garbage":
             _out(b"<html>502 Bad Gateway</html>\n")
-        elif mode == "twice":
-            _out(reply)
-            late = reply
-        elif mode == "twice-late":
+        elif mode == "twice" or mode == "twice-late":
             _out(reply)
             late = reply
         elif mode == "twice-joined":
