@@ -136,10 +136,14 @@ def test_every_import_is_a_declared_requirement(wheel: zipfile.ZipFile) -> None:
     requirements; anywhere else, of the runtime's, the pytest extra's or rich's (optional, checked on use)."""
     dists = packages_distributions()
     anywhere = RUNTIME | PYTEST_EXTRA | {"rich"}
+    # an integration imports its framework, which the framework's own extra installs (`[openai-agents]`, ...)
+    provided = _metadata(wheel).get_all("Provides-Extra") or []
+    extras = {r.partition("[")[0] for extra in provided for r in _required(wheel, extra)}
     wrong = []
     for path in sorted([*(ROOT / "pytest_loopguard").rglob("*.py"), *(ROOT / "simulators").rglob("*.py")]):
         runtime = path.relative_to(ROOT).parts[:2] in {("pytest_loopguard", p) for p in RUNTIME_PACKAGES}
-        allowed = RUNTIME if runtime else anywhere
+        integration = path.relative_to(ROOT).parts[:2] == ("pytest_loopguard", "integrations")
+        allowed = RUNTIME if runtime else (anywhere | extras) if integration else anywhere
         for root in sorted(_imported_roots(path)):
             names = {canonicalize_name(d) for d in dists.get(root, [root])}
             if not names & allowed:
