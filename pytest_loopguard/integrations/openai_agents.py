@@ -58,7 +58,8 @@ from ..runtime._guard import Decision
 
 __all__ = ["LoopGuard", "LoopGuardStopped"]
 
-_DENIED = "a tool guardrail or approval of the Agents SDK rejected the call before it ran"
+_DENIED = "a tool guardrail of the Agents SDK rejected the call before it ran"
+_REFUSED = "the person asked to approve the call rejected it"
 
 
 class LoopGuardStopped(AgentsException):
@@ -96,6 +97,7 @@ class LoopGuard:
         self._announced: deque[tuple[str, ToolCall]] = deque()  # calls of the last response, not yet reported
         self._running: tuple[str, ToolCall] | None = None  # a call between its two guardrails
         self._raised: set[str] = set()  # the ids of calls whose tool raised (the SDK made its output)
+        self._refused: set[str] = set()  # the ids of calls a person turned down (approval rejected)
         self._guarded: dict[int, Agent[Any]] = {}  # id(original agent) -> its guarded copy
         self._tools: set[str] = set()  # the names of the function tools the guard watches
         self._asking = False  # between a model call's start and its answer
@@ -119,6 +121,8 @@ class LoopGuard:
             message = theirs(args) if theirs is not None else None
             if args.kind == "tool_exception" and args.call_id:
                 self._raised.add(args.call_id)  # its output guardrail sees what the model is shown
+            elif args.kind == "approval_rejected" and args.call_id:
+                self._refused.add(args.call_id)
             return message
 
         execution = base.tool_execution if base.tool_execution is not None else ToolExecutionConfig()
@@ -139,7 +143,7 @@ class LoopGuard:
         except BaseException as exc:
             self._ended_by(exc)
             raise
-        if self._owned:
+        if self._owned and not result.interruptions:  # a run paused for approval goes on in the same session
             self.session.close()
         return result
 
@@ -156,7 +160,7 @@ class LoopGuard:
         except BaseException as exc:
             self._ended_by(exc)
             raise
-        if self._owned:
+        if self._owned and not result.interruptions:  # a run paused for approval goes on in the same session
             self.session.close()
         return result
 
@@ -243,11 +247,14 @@ class LoopGuard:
             session.not_run(running[1], "denied", _DENIED, by="rule")
         announced = self._announced
         while announced and announced[0][0] != until and not session.ended:
-            call = announced.popleft()[1]
-            if session.before_call(call).runs:
-                session.not_run(call, "denied", _DENIED, by="rule")
-            else:
+            call_id, call = announced.popleft()
+            if not session.before_call(call).runs:
                 session.after_call(call, None)
+            elif call_id in self._refused:
+                self._refused.discard(call_id)
+                session.not_run(call, "denied", _REFUSED, by="user")
+            else:
+                session.not_run(call, "denied", _DENIED, by="rule")
 
     # ---- helpers --------------------------------------------------------------------------------------
     def _prompt(self, input: str | list[TResponseInputItem]) -> None:

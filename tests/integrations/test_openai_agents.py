@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, RunHooks, function_tool, set_tracing_disabled
+from agents import Agent, RunHooks, Runner, function_tool, set_tracing_disabled
 from agents.exceptions import AgentsException
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
-from agents.tool_guardrails import ToolGuardrailFunctionOutput, tool_input_guardrail
+from agents.tool_guardrails import ToolGuardrailFunctionOutput, tool_input_guardrail, tool_output_guardrail
 from agents.usage import Usage
 
 from pytest_loopguard import Session, load, replay
@@ -166,8 +166,6 @@ def test_an_agent_without_a_loop_runs_to_completion_unchanged(tmp_path: Path) ->
 
     plain_counter, guarded_counter = Counter(), Counter()
     plain_model, guarded_model = script(), script()
-    from agents import Runner
-
     plain = asyncio.run(Runner.run(Agent(name="dev", model=plain_model, tools=plain_counter.tools), "Fix it."))
     path = tmp_path / "clean.jsonl"
     with Session("default", record=path, now_ms=None) as session:
@@ -259,3 +257,65 @@ def test_importing_the_package_imports_no_sdk() -> None:
             "assert 'agents' in sys.modules\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_call_a_person_turns_down_on_approval_is_recorded_as_denied_by_the_user(tmp_path: Path) -> None:
+    ran: list[str] = []
+
+    @function_tool(needs_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        ran.append(path)
+        return "deleted"
+
+    model = ScriptedModel([calls_step(0, ("delete", {"path": "build/"})), answer(1, "Left it.")])
+    path = tmp_path / "approval.jsonl"
+    with Session("default", record=path, now_ms=None) as session:
+        guard = LoopGuard(session)
+        paused = asyncio.run(guard.run(Agent(name="dev", model=model, tools=[delete]), "Clean up."))
+        state = paused.to_state()
+        for pending in paused.interruptions:
+            state.reject(pending)
+        resumed = asyncio.run(Runner.run(paused.last_agent, state, hooks=guard.hooks, run_config=guard.run_config()))
+    assert (resumed.final_output, ran) == ("Left it.", [])
+    denied = next(s for s in load(path).steps if s.kind == "tool")
+    assert denied.not_run is not None and (denied.not_run.how, denied.not_run.by) == ("denied", "user")
+    assert session.outcome == "completed"
+    assert list(replay(load(path), "default").steps) == list(session.steps)
+
+
+def test_the_tools_own_output_guardrails_see_the_real_output(tmp_path: Path) -> None:
+    @tool_output_guardrail
+    def hide_paths(data: Any) -> ToolGuardrailFunctionOutput:
+        return ToolGuardrailFunctionOutput.reject_content(str(data.output).replace("a.py", "<file>"))
+
+    counter = Counter()
+    read = counter.tools[1]
+    read.tool_output_guardrails = [hide_paths]
+    model = ScriptedModel([calls_step(0, ("read_file", {"path": "a.py"})), answer(1)])
+    path = tmp_path / "own-guardrail.jsonl"
+    with Session("default", record=path, now_ms=None) as session:
+        asyncio.run(LoopGuard(session).run(Agent(name="dev", model=model, tools=counter.tools), "Read a.py."))
+    tool = next(s for s in load(path).steps if s.kind == "tool")
+    assert tool.result is not None and tool.result.text == "contents of a.py"  # what the tool gave
+    assert outputs_seen(model)["call_0_0"] == "contents of <file>"  # what the model was shown, theirs
+    assert read.tool_output_guardrails == [hide_paths]  # the agent's own tools are left as they were
+
+
+def test_a_streamed_run_with_the_guards_pieces_stops_where_replay_says(tmp_path: Path) -> None:
+    counter = Counter()
+    agent, _ = looping_agent(counter)
+    path = tmp_path / "streamed.jsonl"
+
+    async def stream(session: Session) -> None:
+        guard = LoopGuard(session)
+        session.message("user", "Make the tests pass.")
+        streamed = Runner.run_streamed(guard.agent(agent), "Make the tests pass.", hooks=guard.hooks,
+                                       run_config=guard.run_config())
+        async for _event in streamed.stream_events():
+            pass
+
+    with Session("default", record=path, now_ms=None) as session, pytest.raises(LoopGuardStopped):
+        asyncio.run(stream(session))
+    assert (session.outcome, session.stopped_at, len(counter.runs)) == ("stopped", 16, 4)
+    assert list(replay(load(path), "default").steps) == list(session.steps)
