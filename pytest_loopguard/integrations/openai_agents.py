@@ -133,45 +133,50 @@ class LoopGuard:
                   hooks: RunHooks[Any] | None = None, run_config: RunConfig | None = None,
                   **runner_options: Any) -> RunResult:
         """`Runner.run` under the policy: the person's prompt is reported first and the final output last.
-        Raises `LoopGuardStopped` when the policy ends the run; a session the guard built is closed here."""
-        self._prompt(input)
-        if hooks is not None:
-            self.hooks = _GuardHooks(self, hooks)
+
+        Raises `LoopGuardStopped` when the policy ends the run. The session is closed when the run ends with
+        an exception (recording it, as `Session.close` does) and, if the guard built it, when the run is over.
+        """
+        guarded, options = self._start(agent, input, hooks, run_config, runner_options)
         try:
-            result = await Runner.run(self.agent(agent), input, hooks=self.hooks,
-                                      run_config=self.run_config(run_config), **runner_options)
+            result = await Runner.run(guarded, input, **options)
         except BaseException as exc:
             self._ended_by(exc)
             raise
-        if self._owned and not result.interruptions:  # a run paused for approval goes on in the same session
-            self.session.close()
-        return result
+        return self._finish(result)
 
     def run_sync(self, agent: Agent[Any], input: str | list[TResponseInputItem], *,
                  hooks: RunHooks[Any] | None = None, run_config: RunConfig | None = None,
                  **runner_options: Any) -> RunResult:
         """`run` for code without an event loop (`Runner.run_sync`)."""
-        self._prompt(input)
-        if hooks is not None:
-            self.hooks = _GuardHooks(self, hooks)
+        guarded, options = self._start(agent, input, hooks, run_config, runner_options)
         try:
-            result = Runner.run_sync(self.agent(agent), input, hooks=self.hooks,
-                                     run_config=self.run_config(run_config), **runner_options)
+            result = Runner.run_sync(guarded, input, **options)
         except BaseException as exc:
             self._ended_by(exc)
             raise
+        return self._finish(result)
+
+    def _start(self, agent: Agent[Any], input: str | list[TResponseInputItem], hooks: RunHooks[Any] | None,
+               run_config: RunConfig | None, options: dict[str, Any]) -> tuple[Agent[Any], dict[str, Any]]:
+        self._prompt(input)
+        if hooks is not None:
+            self.hooks = _GuardHooks(self, hooks)
+        return self.agent(agent), {**options, "hooks": self.hooks, "run_config": self.run_config(run_config)}
+
+    def _finish(self, result: RunResult) -> RunResult:
         if self._owned and not result.interruptions:  # a run paused for approval goes on in the same session
             self.session.close()
         return result
 
     # ---- the model ------------------------------------------------------------------------------------
-    def llm_start(self, agent: Agent[Any]) -> None:
+    def _llm_start(self, agent: Agent[Any]) -> None:
         self._settle()
         if self._multi:
             self.session.agent = agent.name
         self._asking = True
 
-    def llm_end(self, agent: Agent[Any], response: ModelResponse) -> None:
+    def _llm_end(self, agent: Agent[Any], response: ModelResponse) -> None:
         self._asking = False
         usage = response.usage
         reported = usage.requests > 0 or usage.total_tokens > 0  # a model that reports no usage leaves zeros
@@ -186,7 +191,7 @@ class LoopGuard:
             announced.clear()  # the session recorded them as never reached
             raise LoopGuardStopped(decision, self.session)
 
-    def agent_end(self, output: Any) -> None:
+    def _agent_end(self, output: Any) -> None:
         self._settle()
         session = self.session
         if not session.ended:
@@ -267,11 +272,10 @@ class LoopGuard:
 
     def _ended_by(self, exc: BaseException) -> None:
         session = self.session
-        if not isinstance(exc, LoopGuardStopped) and self._asking and not session.ended:
+        if self._asking and not session.ended:
             session.llm_result(LLMCall(error=f"{type(exc).__name__}: {exc}"))  # the model call raised
         self._asking = False
-        if self._owned:
-            session.close(exc)
+        session.close(exc)  # the run is over: a call left running failed, and the error ends it
 
     def _guard_agent(self, agent: Agent[Any]) -> Agent[Any]:
         known = self._guarded.get(id(agent))
@@ -317,17 +321,17 @@ class _GuardHooks(RunHooks[Any]):
 
     async def on_llm_start(self, context: RunContextWrapper[Any], agent: Agent[Any], system_prompt: str | None,
                            input_items: list[TResponseInputItem]) -> None:
-        self._guard.llm_start(agent)
+        self._guard._llm_start(agent)
         if self._inner is not None:
             await self._inner.on_llm_start(context, agent, system_prompt, input_items)
 
     async def on_llm_end(self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse) -> None:
-        self._guard.llm_end(agent, response)
+        self._guard._llm_end(agent, response)
         if self._inner is not None:
             await self._inner.on_llm_end(context, agent, response)
 
     async def on_agent_end(self, context: Any, agent: Any, output: Any) -> None:
-        self._guard.agent_end(output)
+        self._guard._agent_end(output)
         if self._inner is not None:
             await self._inner.on_agent_end(context, agent, output)
 

@@ -318,3 +318,17 @@ def test_a_streamed_run_with_the_guards_pieces_stops_where_replay_says(tmp_path:
         asyncio.run(stream(session))
     assert (session.outcome, session.stopped_at, len(counter.runs)) == ("stopped", 16, 4)
     assert list(replay(load(path), "default").steps) == list(session.steps)
+
+
+def test_a_model_call_that_raises_is_recorded_as_a_failed_call_and_ends_the_run(tmp_path: Path) -> None:
+    counter = Counter()
+    model = ScriptedModel([calls_step(0, ("read_file", {"path": "a.py"})),
+                           ModelStep.raise_error(ConnectionError("the provider hung up"))])
+    path = tmp_path / "model-error.jsonl"
+    with Session("default", record=path, now_ms=None) as session, pytest.raises(ConnectionError):
+        asyncio.run(LoopGuard(session).run(Agent(name="dev", model=model, tools=counter.tools), "Read a.py."))
+    steps = load(path).steps
+    assert [s.kind for s in steps] == ["message", "llm", "tool", "llm", "done"]
+    assert steps[3].llm is not None and steps[3].llm.error == "ConnectionError: the provider hung up"
+    assert steps[4].done is not None and steps[4].done.success is False
+    assert list(replay(load(path), "default").steps) == list(session.steps)
