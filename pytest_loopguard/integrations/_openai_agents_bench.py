@@ -15,8 +15,8 @@ from typing import Any
 from agents import Agent, ModelSettings, Runner, function_tool, set_tracing_disabled
 from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
 from agents.models.interface import Model, ModelTracing
+from agents.testing import assistant_message, function_call
 from agents.usage import Usage
-from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
 from ..live._session import Session
 from .openai_agents import LoopGuard
@@ -30,15 +30,11 @@ class _ScriptedCalls(Model):
     def __init__(self, calls: int) -> None:
         usage = Usage(requests=1, input_tokens=500, output_tokens=20, total_tokens=520)
         self._responses = [
-            ModelResponse(output=[ResponseFunctionToolCall(
-                id=f"fc_{i}", call_id=f"call_{i}", type="function_call", name="lookup",
-                arguments=f'{{"key": "item-{i}"}}')], usage=usage, response_id=None)
+            ModelResponse(output=[function_call("lookup", {"key": f"item-{i}"}, call_id=f"call_{i}")], usage=usage,
+                          response_id=None)
             for i in range(calls)
         ]
-        self._responses.append(ModelResponse(output=[ResponseOutputMessage(
-            id="msg", type="message", role="assistant", status="completed",
-            content=[ResponseOutputText(text="done", type="output_text", annotations=[])])],
-            usage=usage, response_id=None))
+        self._responses.append(ModelResponse(output=[assistant_message("done")], usage=usage, response_id=None))
         self._next = 0
 
     async def get_response(self, system_instructions: str | None, input: str | list[TResponseInputItem],

@@ -332,3 +332,10 @@ def test_a_model_call_that_raises_is_recorded_as_a_failed_call_and_ends_the_run(
     assert steps[3].llm is not None and steps[3].llm.error == "ConnectionError: the provider hung up"
     assert steps[4].done is not None and steps[4].done.success is False
     assert list(replay(load(path), "default").steps) == list(session.steps)
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_the_overhead_bench_runs_offline_to_its_answer(guarded: bool) -> None:
+    from pytest_loopguard.integrations._openai_agents_bench import overhead_run
+
+    overhead_run(5, guarded)  # raises unless the run (guarded: under `default`) completed with the answer
