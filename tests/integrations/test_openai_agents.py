@@ -128,15 +128,22 @@ def mixed_agent(counter: Counter, rounds: int = 6) -> tuple[Agent[Any], Scripted
 
 
 def run_until_the_end(session: Session, agent: Agent[Any]) -> None:
-    """The guarded run, to its final output or to the stop."""
+    """The guarded run, to its final output or to the stop (room for 30 model calls: the SDK's default is 10)."""
     with contextlib.suppress(LoopGuardStopped):
-        asyncio.run(LoopGuard(session).run(agent, "Make the tests pass."))
+        asyncio.run(LoopGuard(session).run(agent, "Make the tests pass.", max_turns=30))
 
 
+SCENARIOS = {  # one call repeated 12 times; three calls (a read, a test run, a failing command) 6 times
+    "repeat": looping_agent,
+    "mixed": mixed_agent,
+}
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
 @pytest.mark.parametrize("preset", preset_names())
-def test_the_recording_replays_to_the_live_verdicts_and_messages(preset: str, tmp_path: Path) -> None:
+def test_the_recording_replays_to_the_live_verdicts_and_messages(preset: str, scenario: str, tmp_path: Path) -> None:
     counter = Counter()
-    agent, _ = mixed_agent(counter)
+    agent, _ = SCENARIOS[scenario](counter)
     path = tmp_path / f"{preset}.jsonl"
     with Session(preset, record=path, now_ms=None) as session:
         run_until_the_end(session, agent)
@@ -144,19 +151,8 @@ def test_the_recording_replays_to_the_live_verdicts_and_messages(preset: str, tm
     assert list(session.steps) == list(expected.steps)  # actions, engines, reasons, messages, data
     assert (session.outcome, session.stopped_at, session.stopped_by) == (
         expected.outcome, expected.stopped_at, expected.stopped_by)
-    assert sum(1 for s in session.steps if s.kind == "tool" and s.action in ("allow", "warn")) == len(counter.runs)
-
-
-def test_the_presets_exercise_warn_block_and_stop(tmp_path: Path) -> None:
-    """The runs above are worth comparing: the mixed agent draws every live verdict (gemini-cli stops it)."""
-    actions: set[str] = set()
-    for preset in ("default", "gemini-cli"):
-        counter = Counter()
-        agent, _ = mixed_agent(counter)
-        with Session(preset, record=tmp_path / f"{preset}.jsonl", now_ms=None) as session:
-            run_until_the_end(session, agent)
-        actions |= {s.action for s in session.steps}
-    assert {"allow", "warn", "block", "stop"} <= actions
+    # a function ran exactly for the calls recorded with a result (a stop may come after a call ran)
+    assert sum(1 for s in load(path).steps if s.kind == "tool" and s.result is not None) == len(counter.runs)
 
 
 def test_an_agent_without_a_loop_runs_to_completion_unchanged(tmp_path: Path) -> None:
