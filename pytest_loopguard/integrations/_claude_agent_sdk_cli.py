@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,11 +43,14 @@ class ScriptedCLI(Transport):
     "input": {...}}` (an `id` is added) or `{"type": "text", "text": ...}`. `shown` lists what the model was
     given for each call, `ran` the calls whose tool really ran, `stop_reason` the hooks' `stopReason`.
     `parallel`: a message's calls go through their hooks concurrently (Claude Code's read-only tools do).
+    `refuse`: tools whose calls a permission rule refuses once the `PreToolUse` hooks allowed them (no
+    `PostToolUse` follows; Claude is told the call was denied).
     """
 
     def __init__(self, script: Script, tools: Mapping[str, Tool], *, parallel: bool = False,
-                 max_turns: int = 100) -> None:
+                 refuse: Collection[str] = (), max_turns: int = 100) -> None:
         self.script = script
+        self.refuse = frozenset(refuse)  # tools the permission system refuses after the hooks allowed them
         self.parallel = parallel  # run a message's calls concurrently, as Claude Code runs its read-only tools
         self.tools = dict(tools)
         self.max_turns = max_turns
@@ -155,6 +158,8 @@ class ScriptedCLI(Transport):
         if deny is not None or self._stopped(outputs):
             reason = (deny or {}).get("permissionDecisionReason") or self.stop_reason or "denied by a hook"
             return self._result(use_id, reason, True, ""), self._stopped(outputs)
+        if name in self.refuse:
+            return self._result(use_id, f"Permission to use {name} has been denied.", True, ""), False
         self.ran.append((name, args))
         try:
             output = self.tools[name](args)

@@ -58,11 +58,13 @@ class LoopguardHooks:
     Claude Code may run a message's concurrency-safe tools (reads, searches) in parallel; replay takes calls
     one after another, so a call's `PreToolUse` waits until the call before it has reported its result.
     A call allowed here that no `PostToolUse` / `PostToolUseFailure` follows (a permission rule or the user
-    refused it) is reported as denied when the run stops or the next prompt arrives.
+    refused it) is reported as denied when the next call has waited `wait_s` seconds for it, the run stops
+    or the next prompt arrives.
     """
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, *, wait_s: float = 30.0) -> None:
         self.session = session
+        self.wait_s = wait_s  # how long a call waits for the one before it (below Claude Code's 60 s hook timeout)
         self._open: dict[str | None, ToolCall] = {}  # tool_use_id -> a call between its Pre and Post hooks
         self._turn: asyncio.Lock | None = None  # one call at a time between before_call and after_call
         self._stop_text = ""  # the stop's message, repeated to every call made after it
@@ -102,7 +104,7 @@ class LoopguardHooks:
         if self._turn is None:
             self._turn = asyncio.Lock()  # made in the SDK's event loop
         turn = self._turn
-        await turn.acquire()
+        await self._take(turn)
         try:
             if _ended(session):
                 turn.release()
@@ -161,6 +163,18 @@ class LoopguardHooks:
             output.update(continue_=False, stopReason=self._stop_text)
         return output  # type: ignore[return-value]  # a SyncHookJSONOutput built by key
 
+    async def _take(self, turn: asyncio.Lock) -> None:
+        """The turn, once the call before has reported its result; a call that kept it `wait_s` seconds never
+        ran (a permission rule or the user refused it after the hooks allowed it)."""
+        if not turn.locked():
+            await turn.acquire()  # free: taken at once
+            return
+        try:
+            await asyncio.wait_for(turn.acquire(), self.wait_s)
+        except TimeoutError:
+            self._settle()
+            await turn.acquire()
+
     def _release(self) -> None:
         if self._turn is not None and self._turn.locked():
             self._turn.release()
@@ -182,7 +196,8 @@ def _deny(message: str, *, stop: bool) -> HookJSONOutput:
     return output  # type: ignore[return-value]  # a SyncHookJSONOutput built by key
 
 
-def loopguard_hooks(session: Session, extra: Mapping[HookEvent, Sequence[HookMatcher]] | None = None
-                    ) -> dict[HookEvent, list[HookMatcher]]:
-    """`ClaudeAgentOptions(hooks=loopguard_hooks(session))`: the Guard's hooks over `session`, then `extra`."""
-    return LoopguardHooks(session).hooks(extra)
+def loopguard_hooks(session: Session, extra: Mapping[HookEvent, Sequence[HookMatcher]] | None = None, *,
+                    wait_s: float = 30.0) -> dict[HookEvent, list[HookMatcher]]:
+    """`ClaudeAgentOptions(hooks=loopguard_hooks(session))`: the Guard's hooks over `session`, then `extra`
+    (`wait_s`: see `LoopguardHooks`)."""
+    return LoopguardHooks(session, wait_s=wait_s).hooks(extra)

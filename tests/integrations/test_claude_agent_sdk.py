@@ -171,3 +171,28 @@ def test_importing_the_package_imports_no_framework() -> None:
     code = ("import sys, pytest_loopguard, pytest_loopguard.integrations, pytest_loopguard.live; "
             "assert 'claude_agent_sdk' not in sys.modules, 'claude_agent_sdk imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_call_a_permission_rule_refused_is_recorded_as_denied(tmp_path: Path) -> None:
+    def script(n: int) -> list[dict[str, Any]]:
+        return [[use("Read", file_path="/repo/a.py"), use("Bash", command="rm -rf build")],
+                [use("Read", file_path="/repo/b.py")]][n] if n < 2 else say("Done.")
+
+    path = tmp_path / "refused.jsonl"
+    with Session("default", record=path, now_ms=None) as session:
+        cli = ScriptedCLI(script, TOOLS, refuse={"Bash"})
+
+        async def go() -> None:
+            # calls come one by one here, so none has to wait for the one before: a call still holding the
+            # turn when the next arrives was refused (wait_s=0 settles it at once, with no clock involved)
+            options = ClaudeAgentOptions(hooks=loopguard_hooks(session, wait_s=0))
+            async for _ in query(prompt="Clean up.", options=options, transport=cli):
+                pass
+
+        asyncio.run(go())
+    assert cli.ran == [("Read", {"file_path": "/repo/a.py"}), ("Read", {"file_path": "/repo/b.py"})]
+    assert session.outcome == "completed"
+    steps = load_file(path)[0].steps
+    assert [(s.call.tool, s.not_run.how if s.not_run else None) for s in steps if s.call is not None] == [
+        ("Read", None), ("Bash", "denied"), ("Read", None)]
+    assert [s.action for s in replay(load_file(path)[0], "default").steps] == [s.action for s in session.steps]

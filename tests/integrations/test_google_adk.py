@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.adk.agents import LlmAgent
+from google.adk.agents import LlmAgent, SequentialAgent
 from google.adk.apps import App
 from google.adk.events import Event
 from google.adk.models import BaseLlm, LlmRequest, LlmResponse
@@ -199,3 +199,29 @@ def test_importing_the_package_imports_no_framework() -> None:
     code = ("import sys, pytest_loopguard, pytest_loopguard.integrations, pytest_loopguard.live; "
             "assert not [m for m in sys.modules if m.startswith('google')], 'google imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ADK 2 deprecates SequentialAgent for Workflow, which cannot yet hold LlmAgents
+@pytest.mark.filterwarnings("ignore:SequentialAgent is deprecated:DeprecationWarning")
+def test_in_a_multi_agent_app_each_step_names_its_agent_and_the_stop_holds_for_the_next(tmp_path: Path) -> None:
+    tools, reviewer = Tools(), ScriptedModel(script=lambda n: [text("Looks good.")])
+    fixer = LlmAgent(name="fixer", model=ScriptedModel(script=same_failing_command), tools=[tools.run])
+    team = SequentialAgent(name="team", sub_agents=[fixer, LlmAgent(name="reviewer", model=reviewer)])
+    path = tmp_path / "team.jsonl"
+    with Session("default", record=path, now_ms=None) as session:
+        runner = InMemoryRunner(app=App(name="team", root_agent=team, plugins=[LoopguardPlugin(session)]))
+
+        async def go() -> list[Event]:
+            adk = await runner.session_service.create_session(app_name=runner.app_name, user_id="u")
+            prompt = types.Content(role="user", parts=[types.Part(text="Fix it, then review.")])
+            return [e async for e in runner.run_async(user_id="u", session_id=adk.id, new_message=prompt)]
+
+        events = asyncio.run(go())
+    assert session.outcome == "stopped" and len(tools.ran) == 4
+    assert reviewer.turns == 0  # the reviewer's model was never called: the stop answered it
+    last = events[-1]
+    assert last.author == "reviewer" and last.content is not None and last.content.parts is not None
+    assert (last.content.parts[0].text or "").startswith("Stopped: tool 'run' was called 8 times")
+    steps = load_file(path)[0].steps
+    assert {s.agent for s in steps if s.kind in ("llm", "tool")} == {"fixer"}
+    assert [s.action for s in replay(load_file(path)[0], "default").steps] == [s.action for s in session.steps]
