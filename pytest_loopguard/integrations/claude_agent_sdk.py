@@ -59,11 +59,13 @@ class LoopguardHooks:
     one after another, so a call's `PreToolUse` waits until the call before it has reported its result.
     A call allowed here that no `PostToolUse` / `PostToolUseFailure` follows (a permission rule or the user
     refused it) is reported as denied when the next call has waited `wait_s` seconds for it, the run stops
-    or the next prompt arrives.
+    or the next prompt arrives. Without `session`, one is built from `policy` and `record` (`hooks.session`:
+    close it after the run).
     """
 
-    def __init__(self, session: Session, *, wait_s: float = 30.0) -> None:
-        self.session = session
+    def __init__(self, session: Session | None = None, *, policy: Any = "default", record: Any = None,
+                 wait_s: float = 30.0) -> None:
+        self.session = session if session is not None else Session(policy, record=record)
         self.wait_s = wait_s  # how long a call waits for the one before it (below Claude Code's 60 s hook timeout)
         self._open: dict[str | None, ToolCall] = {}  # tool_use_id -> a call between its Pre and Post hooks
         self._turn: asyncio.Lock | None = None  # one call at a time between before_call and after_call
@@ -199,5 +201,5 @@ def _deny(message: str, *, stop: bool) -> HookJSONOutput:
 def loopguard_hooks(session: Session, extra: Mapping[HookEvent, Sequence[HookMatcher]] | None = None, *,
                     wait_s: float = 30.0) -> dict[HookEvent, list[HookMatcher]]:
     """`ClaudeAgentOptions(hooks=loopguard_hooks(session))`: the Guard's hooks over `session`, then `extra`
-    (`wait_s`: see `LoopguardHooks`)."""
+    (`wait_s`: see `LoopguardHooks`; build a `LoopguardHooks` for one that makes its own session)."""
     return LoopguardHooks(session, wait_s=wait_s).hooks(extra)

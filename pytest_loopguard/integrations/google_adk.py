@@ -89,17 +89,20 @@ class LoopguardPlugin(BasePlugin):
     prompt's size only after the call: without it the provider's count is kept as `x-input_tokens`).
     A nested invocation (an `AgentTool`'s agent, which inherits the runner's plugins) is one call of the
     guarded agent: its own events are not reported. Build a new Session and plugin for each invocation.
+    Without `session`, one is built from `policy` and `record` (`plugin.session`: close it after the run).
     """
 
     def __init__(
         self,
-        session: Session,
+        session: Session | None = None,
         *,
+        policy: Any = "default",
+        record: Any = None,
         name: str = "loopguard",
         count_prompt: Callable[[LlmRequest], int | None] | None = None,
     ) -> None:
         super().__init__(name=name)
-        self.session = session
+        self.session = session if session is not None else Session(policy, record=record)
         self._count_prompt = count_prompt
         self._invocation: str | None = None  # the guarded invocation's id: nested ones are not reported
         self._multi_agent = False  # record each step's agent only where there is more than one

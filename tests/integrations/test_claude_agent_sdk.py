@@ -14,7 +14,7 @@ from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, Message, ResultMes
 
 from pytest_loopguard import load_file, replay
 from pytest_loopguard.integrations._claude_agent_sdk_cli import Script
-from pytest_loopguard.integrations.claude_agent_sdk import ScriptedCLI, loopguard_hooks, tool_result
+from pytest_loopguard.integrations.claude_agent_sdk import LoopguardHooks, ScriptedCLI, loopguard_hooks, tool_result
 from pytest_loopguard.live import Session
 from pytest_loopguard.runtime._policy import preset_names
 
@@ -196,3 +196,12 @@ def test_a_call_a_permission_rule_refused_is_recorded_as_denied(tmp_path: Path) 
     assert [(s.call.tool, s.not_run.how if s.not_run else None) for s in steps if s.call is not None] == [
         ("Read", None), ("Bash", "denied"), ("Read", None)]
     assert [s.action for s in replay(load_file(path)[0], "default").steps] == [s.action for s in session.steps]
+
+
+def test_without_a_session_the_hooks_build_one_from_policy_and_record(tmp_path: Path) -> None:
+    guard = LoopguardHooks(policy="default", record=tmp_path / "own.jsonl")
+    with guard.session:
+        run(None, same_failing_command, options=ClaudeAgentOptions(hooks=guard.hooks()))
+    replayed = replay(load_file(tmp_path / "own.jsonl")[0])
+    assert (replayed.outcome, replayed.stopped_at) == (guard.session.outcome, guard.session.stopped_at) == (
+        "stopped", 8)

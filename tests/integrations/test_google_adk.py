@@ -225,3 +225,21 @@ def test_in_a_multi_agent_app_each_step_names_its_agent_and_the_stop_holds_for_t
     steps = load_file(path)[0].steps
     assert {s.agent for s in steps if s.kind in ("llm", "tool")} == {"fixer"}
     assert [s.action for s in replay(load_file(path)[0], "default").steps] == [s.action for s in session.steps]
+
+
+def test_without_a_session_the_plugin_builds_one_from_policy_and_record(tmp_path: Path) -> None:
+    plugin, tools = LoopguardPlugin(policy="default", record=tmp_path / "own.jsonl"), Tools()
+    agent = LlmAgent(name="fixer", model=ScriptedModel(script=same_failing_command), tools=[tools.run])
+    runner = InMemoryRunner(app=App(name="fixer", root_agent=agent, plugins=[plugin]))
+
+    async def go() -> None:
+        adk = await runner.session_service.create_session(app_name=runner.app_name, user_id="u")
+        prompt = types.Content(role="user", parts=[types.Part(text="Make the tests pass.")])
+        async for _ in runner.run_async(user_id="u", session_id=adk.id, new_message=prompt):
+            pass
+
+    with plugin.session:
+        asyncio.run(go())
+    replayed = replay(load_file(tmp_path / "own.jsonl")[0])
+    assert (replayed.outcome, replayed.stopped_at) == (plugin.session.outcome, plugin.session.stopped_at) == (
+        "stopped", 16)
