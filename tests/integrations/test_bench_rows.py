@@ -1,0 +1,49 @@
+"""`loopguard bench --integrations`: every framework's row is measured (its extra is installed in dev), on its own
+scripted run, guarded over unguarded, and a framework that is not installed is a row that says how to install it."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from typing import Any
+
+import pytest
+
+from pytest_loopguard.bench import _integrations
+from pytest_loopguard.bench._integrations import FRAMEWORKS, integration_rows
+from pytest_loopguard.cli import _main as cli
+
+
+def test_every_framework_gets_a_measured_row() -> None:
+    rows = integration_rows(calls=4, repeat=1)
+    assert [r.item for r in rows] == [f"{name}, 4-call scripted run, guarded" for name, _, _ in FRAMEWORKS]
+    for row in rows:
+        assert "skipped" not in row.extra, row.extra
+        assert row.min_us > 0 and row.extra["unguarded_us"] > 0
+        assert row.ratio == pytest.approx(row.min_us / row.extra["unguarded_us"], rel=1e-3)
+        assert row.met == (row.ratio <= 1.10)
+
+
+def test_a_framework_that_is_not_installed_is_a_row_naming_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.import_module
+
+    def missing(name: str, package: str | None = None) -> Any:
+        if name.endswith("_google_adk_bench"):
+            raise ModuleNotFoundError("No module named 'google'", name="google")
+        return real(name, package)
+
+    monkeypatch.setattr(_integrations.importlib, "import_module", missing)
+    monkeypatch.setattr(_integrations, "FRAMEWORKS", [f for f in FRAMEWORKS if f[1] == "google-adk"])
+    (row,) = integration_rows(calls=2, repeat=1)
+    assert row.met is None
+    assert row.extra["skipped"] == "google is not installed: pip install 'pytest-loopguard[google-adk]'"
+
+
+def test_the_command_prints_the_rows_as_json(capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_integrations, "FRAMEWORKS", FRAMEWORKS[:1])
+    monkeypatch.setattr(_integrations, "integration_rows",
+                        lambda calls=200, repeat=5, _real=integration_rows: _real(calls=3, repeat=repeat))
+    assert cli.main(["bench", "--integrations", "--repeat", "1", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert row["item"] == "LangChain, 3-call scripted run, guarded" and row["ratio"] > 0
