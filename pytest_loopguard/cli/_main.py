@@ -15,10 +15,11 @@
     loopguard scan [PATHS...] [--since D] [--agent A]      the agents' session logs here and their loops (docs/scan.md)
     loopguard corpus init|pack|verify|info|unpack|list     corpus packages (docs/corpora.md)
 
-Each subcommand is one module, `cli/_NAME.py` (or the module its `Command` names), with one interface (`CommandModule`): `add_arguments(parser)`
-and `run(args) -> int`. `COMMANDS` names them, with the line `--help` shows for each. A command's module is
-imported only when the command is named, and it imports only what defining its arguments needs (its `run`
-imports the rest): `loopguard --help` loads no command, `loopguard run` no other command.
+Each subcommand is one module, `cli/_NAME.py` (or the module its `Command` names), with one interface
+(`CommandModule`): `add_arguments(parser)` and `run(args) -> int`. `COMMANDS` names them, with the line
+`--help` shows for each. A command's module is imported only when the command is named, and it imports only
+what defining its arguments needs (its `run` imports the rest): `loopguard --help` loads no command,
+`loopguard run` no other command.
 
 Bad input (a malformed trace, an unknown preset) is reported in one line per bad file without a traceback;
 the other files still run. Exit status: 0 ok, 1 an expectation failed, 2 some input was bad (this wins over
@@ -83,7 +84,19 @@ COMMANDS: Final = (
 
 if TYPE_CHECKING:  # mypy checks that every command's module has the interface; nothing is imported here
     from . import (
-        _bench, _corpora, _diff, _eval, _import, _matrix, _presets, _replay, _run, _scan, _schema, _simulate, _validate,
+        _bench,
+        _corpora,
+        _diff,
+        _eval,
+        _import,
+        _matrix,
+        _presets,
+        _replay,
+        _run,
+        _scan,
+        _schema,
+        _simulate,
+        _validate,
     )
 
     _MODULES: tuple[CommandModule, ...] = (

@@ -1,12 +1,12 @@
 """A corpus as one archive: `pack` (deterministic .tar.gz), `unpack` (safe) and `verify` of a folder or an archive.
 
-An archive holds one folder, `NAME-VERSION/`, with the manifest and every file it lists, nothing else:
-members sorted by path, owner 0:0 without names, mode 0644, one fixed mtime, and a gzip header without a
-name or time, so the same corpus always packs to the same bytes. Unpacking reads members through
-`core/_safeload.tar_members` (a regular archive file, each member bounded, corruption as one line) and
-writes only regular files: a member's path must be relative, without `..`, inside the one top folder;
-links, devices and folder entries are never created (a link standing for a listed file leaves it missing,
-which verification reports); the members' total size and count are capped.
+An archive holds one folder, `NAME-VERSION/`, with the manifest and every file it lists, nothing else: the
+manifest first, then the members sorted by path, owner 0:0 without names, mode 0644, one fixed mtime, and a
+gzip header without a name or time, so the same corpus always packs to the same bytes. Unpacking reads
+members through `core/_safeload.tar_members` (a regular archive file, each member bounded, corruption as
+one line) and writes only regular files: a member's path must be relative, without `..`, inside the one
+top folder; links, devices and folder entries are never created (a link standing for a listed file leaves
+it missing, which verification reports); the members' total size and count are capped.
 """
 
 from __future__ import annotations
@@ -17,13 +17,15 @@ import os
 import shutil
 import tarfile
 import tempfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from io import FileIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from ..core._limits import MAX_LOG_BYTES
-from ..core._safeload import one_line, open_regular, tar_members
+from ..core._safeload import one_line, open_regular, regular_fd, tar_members
 from ..errors import LoopguardError, TraceError
 from ._corpus import Corpus, open_corpus, verify_folder
 from ._files import find_secrets
@@ -32,7 +34,8 @@ from ._manifest import MANIFEST_NAME, CorpusError, checked_path
 if TYPE_CHECKING:
     from tarfile import TarInfo
 
-__all__ = ["ARCHIVE_SUFFIXES", "MAX_CORPUS_BYTES", "MAX_CORPUS_FILES", "is_archive", "pack_corpus",
+__all__ = ["ARCHIVE_SUFFIXES", "MAX_CORPUS_BYTES", "MAX_CORPUS_FILES", "is_archive", "is_corpus_archive",
+           "pack_corpus",
            "unpack_corpus", "unpacked", "unpacked_for_process", "verify_corpus"]
 
 ARCHIVE_SUFFIXES: Final = (".tar.gz", ".tgz")
@@ -43,6 +46,19 @@ _MTIME: Final = 946_684_800  # 2000-01-01: a fixed time, later than the epoch so
 
 def is_archive(path: str | Path) -> bool:
     return str(path).lower().endswith(ARCHIVE_SUFFIXES)
+
+
+def is_corpus_archive(path: str | Path) -> bool:
+    """Whether `path` is a corpus archive (its first member is `FOLDER/loopguard-corpus.yaml`, as `pack` writes
+    it) rather than, say, a tarball of agent logs; only the first header is read."""
+    try:
+        fd, _size = regular_fd(path)
+        with FileIO(fd, "r") as raw, tarfile.open(fileobj=raw, mode="r:*") as tar:
+            first = tar.next()
+    except (LoopguardError, tarfile.TarError, EOFError, OSError, ValueError, zlib.error):
+        return False  # not an archive at all: whoever reads it next says why
+    return first is not None and first.isfile() and first.name.count("/") == 1 and first.name.endswith(
+        "/" + MANIFEST_NAME)
 
 
 def pack_corpus(folder: str | Path, out: str | Path | None = None) -> Path:
@@ -69,7 +85,8 @@ def pack_corpus(folder: str | Path, out: str | Path | None = None) -> Path:
     # a gzip header without a file name or time, over a tar stream written member by member
     with (open(partial, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz,
           tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar):
-        for rel in sorted([MANIFEST_NAME, *(f.path for f in manifest.files)]):
+        # the manifest first: a reader tells a corpus archive by its first header (`is_corpus_archive`)
+        for rel in [MANIFEST_NAME, *sorted(f.path for f in manifest.files)]:
             with open_regular(corpus.folder / rel) as fh:
                 info = tarfile.TarInfo(f"{top}/{rel}")
                 info.size, info.mtime, info.mode = os.fstat(fh.fileno()).st_size, _MTIME, 0o644

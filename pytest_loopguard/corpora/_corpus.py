@@ -197,7 +197,8 @@ def verify_folder(corpus: Corpus, *, replay: bool = True) -> list[LoopguardError
             got = published(corpus, p.policy, runs)
             if got != p:
                 diffs = [f"{k} {getattr(p, k)} -> {getattr(got, k)}" if k != "verdicts" else "verdicts differ"
-                         for k in ("runs", "mismatches", "interventions", "verdicts") if getattr(p, k) != getattr(got, k)]
+                         for k in ("runs", "mismatches", "interventions", "verdicts")
+                         if getattr(p, k) != getattr(got, k)]
                 problems.append(CorpusError(f"replayed under {p.policy!r}, the runs give other results than "
                                             f"published: {', '.join(diffs)}", file=where, field="published_with"))
     return problems

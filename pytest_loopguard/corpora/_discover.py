@@ -19,7 +19,7 @@ from ._archive import is_archive, unpacked_for_process
 from ._corpus import Corpus, open_corpus
 from ._manifest import MANIFEST_NAME, CorpusError
 
-__all__ = ["ENTRY_POINT_GROUP", "corpus_folder", "installed_corpora", "is_corpus_reference", "resolve_corpus"]
+__all__ = ["ENTRY_POINT_GROUP", "corpus_folder", "installed_corpora", "resolve_corpus"]
 
 ENTRY_POINT_GROUP: Final = "loopguard.corpora"
 
@@ -55,13 +55,6 @@ def corpus_folder(ep: EntryPoint) -> Path:
     if isinstance(target, (str, os.PathLike)):
         return Path(target)
     raise CorpusError(f"expected a package, module or folder path, got {type(target).__name__}", file=where)
-
-
-def is_corpus_reference(ref: str | Path) -> bool:
-    """Whether `ref` names a corpus rather than plain trace files: a manifest file, an archive, or a name
-    that is no file or folder here (an installed corpus)."""
-    p = Path(ref)
-    return p.name == MANIFEST_NAME or (is_archive(p) and p.is_file()) or not p.exists()
 
 
 def resolve_corpus(ref: str | Path) -> Corpus:

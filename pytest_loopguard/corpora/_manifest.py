@@ -37,11 +37,12 @@ import yaml
 
 from ..core._safeload import parse_yaml, read_text
 from ..errors import TraceError, brief
+from ..io._format import CORPUS_MANIFEST
 
 __all__ = ["FILE_KINDS", "FORMAT_VERSION", "MANIFEST_NAME", "OWN_POLICY", "CorpusError", "CorpusFile",
            "Manifest", "Published", "Source", "checked_path", "load_manifest", "manifest_text", "parse_manifest"]
 
-MANIFEST_NAME: Final = "loopguard-corpus.yaml"
+MANIFEST_NAME: Final = CORPUS_MANIFEST  # the folder walks of run, validate, eval and pytest pass over it
 FORMAT_VERSION: Final = 1
 OWN_POLICY: Final = "own"  # each run under the policy it names itself (an imported log: the default preset)
 # trace: a loopguard trace file; log: an agent log the importers read (`format` names the importer);
@@ -149,8 +150,8 @@ def manifest_text(manifest: Manifest) -> str:
     head = f"# The manifest of the loopguard corpus {manifest.name!r} (docs/corpora.md).\n"
     body = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=110)
     # one line per file: a manifest of thousands of files stays readable and diffs line by line
-    lines = [yaml.safe_dump([entry], default_flow_style=None, sort_keys=False, allow_unicode=True, width=1 << 16).rstrip("\n")
-             for entry in files]
+    lines = [yaml.safe_dump([entry], default_flow_style=None, sort_keys=False, allow_unicode=True,
+                            width=1 << 16).rstrip("\n") for entry in files]
     return head + body + "files:\n" + "".join(f"{line}\n" for line in lines) if lines else head + body + "files: []\n"
 
 
@@ -371,10 +372,10 @@ class _Reader:
             self.keys(item, _PUBLISHED_KEYS, where, _PUBLISHED_KEYS)
             policy = self.text(item, "policy", f"{where}.policy")
             assert policy is not None
-            if "/" in policy or policy.endswith((".yaml", ".yml", ".json")):
-                if policy not in listed or listed[policy].kind != "policy":
-                    raise self.fail(f"a policy file must be listed under `files` with kind `policy`, got "
-                                    f"{brief(policy)}", f"{where}.policy")
+            is_file = "/" in policy or policy.endswith((".yaml", ".yml", ".json"))
+            if is_file and (policy not in listed or listed[policy].kind != "policy"):
+                raise self.fail(f"a policy file must be listed under `files` with kind `policy`, got "
+                                f"{brief(policy)}", f"{where}.policy")
             if any(p.policy == policy for p in found):
                 raise self.fail(f"policy {policy!r} is listed twice", f"{where}.policy")
             digest = item["verdicts"]
