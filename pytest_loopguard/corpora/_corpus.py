@@ -174,15 +174,17 @@ def verify_folder(corpus: Corpus, *, replay: bool = True) -> list[LoopguardError
     if not intact:
         return problems  # the contents are not what was published: reading them says nothing more
     runs: list[CorpusRun] = []
+    rows: dict[str, int] = {}  # file -> how many runs it holds
     for f in manifest.of_kind("trace", "log"):
         try:
             traces = corpus.traces_of(f)
         except TraceError as exc:
             problems.append(exc.located(file=str(folder / f.path)))
             continue
+        rows[f.path] = len(traces)
         runs += [CorpusRun(f.path if len(traces) == 1 else f"{f.path}#{i}", f, t) for i, t in enumerate(traces)]
-    if manifest.labels is not None:
-        problems += _labels_problems(corpus)
+    if manifest.labels is not None and not problems:
+        problems += _labels_problems(corpus, runs, rows)
     for p in manifest.published_with:
         try:
             corpus.policy(p.policy)
@@ -204,15 +206,18 @@ def verify_folder(corpus: Corpus, *, replay: bool = True) -> list[LoopguardError
     return problems
 
 
-def _labels_problems(corpus: Corpus) -> list[LoopguardError]:
+def _labels_problems(corpus: Corpus, runs: list[CorpusRun], rows: dict[str, int]) -> list[LoopguardError]:
+    """The labels file's problems: it does not load, or a label does not fit its run (a missing run or row, a
+    call count or range that differs)."""
     from ..eval._labels import load_labels
-    from ..eval._runs import load_runs
+    from ..eval._runs import ScoredRun
     from ..eval._score import match_labels
 
     assert corpus.labels_path is not None
+    scored = [ScoredRun(r.trace, corpus.folder / r.file.path, int(r.run_id.partition("#")[2] or 0), rows[r.file.path])
+              for r in runs]
     try:
-        labels = load_labels(corpus.labels_path)
-        match_labels(labels, load_runs(corpus.run_paths))
+        match_labels(load_labels(corpus.labels_path), scored)
     except LoopguardError as exc:
         return [exc]
     return []
