@@ -73,8 +73,15 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _pack(args: argparse.Namespace) -> int:
-    from ..corpora import pack_corpus
+    from ..corpora import open_corpus, pack_corpus
+    from ..corpora._archive import pack_problems
 
+    problems = pack_problems(open_corpus(args.folder))
+    for line in problems:  # every one, as verify lists them: pack_corpus itself names the first
+        err(f"loopguard: {line}")
+    if problems:
+        err(f"loopguard: not packed: {len(problems)} problem(s)")
+        return EXIT_BAD_INPUT
     archive = pack_corpus(args.folder, args.out)
     out(f"wrote {archive}")
     return EXIT_OK

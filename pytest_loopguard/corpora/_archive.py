@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from tarfile import TarInfo
 
 __all__ = ["ARCHIVE_SUFFIXES", "MAX_CORPUS_BYTES", "MAX_CORPUS_FILES", "is_archive", "is_corpus_archive",
-           "pack_corpus",
+           "pack_corpus", "pack_problems",
            "unpack_corpus", "unpacked", "unpacked_for_process", "verify_corpus"]
 
 ARCHIVE_SUFFIXES: Final = (".tar.gz", ".tgz")
@@ -61,21 +61,28 @@ def is_corpus_archive(path: str | Path) -> bool:
         "/" + MANIFEST_NAME)
 
 
+def pack_problems(corpus: Corpus) -> list[str]:
+    """Why `pack` refuses the corpus, one line each: what verification finds without replaying (`verify`
+    replays; the published results are init's) and every unredacted secret."""
+    manifest = corpus.manifest
+    problems = [str(p) for p in verify_folder(corpus, replay=False)]
+    if not manifest.redacted:  # a corpus that says it is redacted had its secrets reported by verification
+        problems += [str(s.error()) for s in find_secrets(corpus.folder, [f.path for f in manifest.files],
+                                                          manifest.secret_rules, manifest.secret_allow)]
+    return problems
+
+
 def pack_corpus(folder: str | Path, out: str | Path | None = None) -> Path:
     """Write the corpus in `folder` as one archive (`out`: a file, or a folder for `NAME-VERSION.tar.gz`;
-    default the working folder) and return its path. Refused, every problem on its line in one
-    `CorpusError`, when verification finds anything (a file the manifest does not list, a changed file,
-    a run that does not load, labels that do not fit) or any file holds an unredacted secret."""
+    default the working folder) and return its path. Refused with a `CorpusError` naming the first of
+    `pack_problems`: a file the manifest does not list, a changed file, a run that does not load, labels
+    that do not fit, an unredacted secret."""
     corpus = open_corpus(folder)
     manifest = corpus.manifest
-    # what verification finds without replaying (`verify` replays: the published results are init's)
-    problems: list[str] = [str(p) for p in verify_folder(corpus, replay=False)]
-    if not manifest.redacted:  # a redacted corpus's secrets were reported by verification already
-        problems += [str(s) for s in find_secrets(corpus.folder, [f.path for f in manifest.files],
-                                                  manifest.secret_rules, manifest.secret_allow)]
+    problems = pack_problems(corpus)
     if problems:
-        raise CorpusError("not packed: " + f"{len(problems)} problem(s):\n  " + "\n  ".join(problems),
-                          file=str(corpus.folder))
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise CorpusError(f"not packed: {problems[0]}{more}", file=str(corpus.folder))
     top = f"{manifest.name}-{manifest.version}"
     if checked_path(top) is not None or "/" in top:
         raise CorpusError(f"the version {manifest.version!r} cannot name the archive's folder", file=str(folder))

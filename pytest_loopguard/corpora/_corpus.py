@@ -192,8 +192,8 @@ def verify_folder(corpus: Corpus, *, replay: bool = True) -> list[LoopguardError
             problems.append(CorpusError(f"policy {p.policy!r} does not resolve: {exc}", file=where,
                                         field="published_with"))
     if manifest.redacted:
-        problems += [CorpusError(str(s).split(": ", 1)[1], file=str(folder / s.file), line=s.line)
-                     for s in find_secrets(folder, sorted(listed), manifest.secret_rules, manifest.secret_allow)]
+        problems += [s.error() for s in find_secrets(folder, sorted(listed), manifest.secret_rules,
+                                                     manifest.secret_allow)]
     if replay and not problems:
         for p in manifest.published_with:
             got = published(corpus, p.policy, runs)

@@ -90,14 +90,18 @@ def classify(path: Path) -> tuple[str, str | None]:
 class Secret:
     """An unredacted secret: which rule found it, and where (the secret itself is never shown)."""
 
-    file: str
+    file: str  # the corpus folder joined with the file's path
     line: int
     column: int
     label: str
 
-    def __str__(self) -> str:
-        return (f"{self.file}:{self.line}: column {self.column}: an unredacted secret ({self.label}); redact it "
-                "(loopguard import --redact, the recorder) or allow the value in the manifest's `secrets.allow`")
+    @property
+    def problem(self) -> str:
+        return (f"column {self.column}: an unredacted secret ({self.label}); redact it (loopguard import "
+                "--redact, the recorder) or allow the value in the manifest's `secrets.allow`")
+
+    def error(self) -> CorpusError:
+        return CorpusError(self.problem, file=self.file, line=self.line)
 
 
 def find_secrets(folder: Path, paths: Iterable[str], rules: Iterable[str] = (),
@@ -118,4 +122,4 @@ def find_secrets(folder: Path, paths: Iterable[str], rules: Iterable[str] = (),
                     continue
                 start = match.start(group)
                 line_start = text.rfind("\n", 0, start) + 1
-                yield Secret(rel, text.count("\n", 0, start) + 1, start - line_start + 1, label)
+                yield Secret(str(folder / rel), text.count("\n", 0, start) + 1, start - line_start + 1, label)
