@@ -22,6 +22,7 @@ steps:
     args: {{command: "ls"}}
   - tool: shell
     args: {{command: "ls"}}
+    expect: {{action: warn, reason: loop_guard.consecutive_warning}}
 expect: {{outcome: incomplete}}
 """
 
