@@ -10,7 +10,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from corpus_helpers import tiny_corpus
+from corpus_files import tiny_corpus
 from planted_secrets import PLANTED
 
 import pytest_loopguard.corpora._archive as archive_module

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from corpus_helpers import REAL, tiny_corpus, writable_copy
+from corpus_files import REAL, tiny_corpus, writable_copy
 
 from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.corpora import MANIFEST_NAME, load_manifest

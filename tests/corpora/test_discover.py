@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from corpus_helpers import tiny_corpus
+from corpus_files import tiny_corpus
 
 from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.corpora import (

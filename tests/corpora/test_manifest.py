@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from corpus_helpers import tiny_corpus
+from corpus_files import tiny_corpus
 
 from pytest_loopguard.corpora import MANIFEST_NAME, CorpusError, init_corpus, load_manifest
 from pytest_loopguard.corpora._manifest import manifest_text, parse_manifest

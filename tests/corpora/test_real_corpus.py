@@ -11,7 +11,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from corpus_helpers import REAL, writable_copy
+from corpus_files import REAL, writable_copy
 
 from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.corpora import MANIFEST_NAME, init_corpus, pack_corpus, unpack_corpus

@@ -4,7 +4,7 @@ added or edited without refreshing the manifest fails here: `loopguard corpus in
 
 from __future__ import annotations
 
-from corpus_helpers import REPO
+from corpus_files import REPO
 
 from pytest_loopguard.corpora import MANIFEST_NAME, open_corpus, verify_corpus
 from pytest_loopguard.io._format import iter_trace_files

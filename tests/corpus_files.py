@@ -6,7 +6,7 @@ import shutil
 import stat
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "corpus"  # read-only material beside the repo, as tests/files.py's callers find it
 REAL = SHARED / "real"
 LOG = REAL / "swe-agent" / "swe-agent__test-repo-i1.traj"  # a healthy SWE-agent run, 5 calls
