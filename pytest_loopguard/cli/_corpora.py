@@ -90,12 +90,11 @@ def _pack(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from ..corpora import verify_corpus
 
-    corpus, problems = verify_corpus(args.path, replay=args.replay)
+    m, problems = verify_corpus(args.path, replay=args.replay)
     for line in problems:
         err(f"loopguard: {line}")
-    if corpus is None:
+    if m is None:
         return EXIT_BAD_INPUT  # not even a corpus: no manifest, a malformed one, an unreadable archive
-    m = corpus.manifest
     if problems:
         out(f"{m.name} {m.version}: {len(problems)} problem(s)")
         return EXIT_MISMATCH

@@ -29,7 +29,7 @@ from ..core._safeload import one_line, open_regular, regular_fd, tar_members
 from ..errors import LoopguardError, TraceError
 from ._corpus import Corpus, open_corpus, verify_folder
 from ._files import find_secrets
-from ._manifest import MANIFEST_NAME, CorpusError, checked_path
+from ._manifest import MANIFEST_NAME, CorpusError, Manifest, checked_path
 
 if TYPE_CHECKING:
     from tarfile import TarInfo
@@ -150,7 +150,7 @@ def unpack_corpus(archive: str | Path, dest: str | Path) -> Corpus:
             raise CorpusError(problems[0][1], file=problems[0][0])
         if not (staging / MANIFEST_NAME).is_file():
             raise CorpusError(f"no {MANIFEST_NAME} in the archive's folder; not a corpus archive", file=where)
-        corpus = open_corpus(staging)
+        open_corpus(staging)  # a manifest that reads, before the folder takes its name
         os.replace(staging, target)
     except FileExistsError as exc:
         shutil.rmtree(staging, ignore_errors=True)
@@ -158,7 +158,7 @@ def unpack_corpus(archive: str | Path, dest: str | Path) -> Corpus:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return Corpus(target, corpus.manifest)
+    return open_corpus(target)
 
 
 @contextmanager
@@ -175,9 +175,9 @@ def unpacked_for_process(archive: str | Path) -> Corpus:
     return unpack_corpus(archive, Path(tmp) / "corpus")
 
 
-def verify_corpus(path: str | Path, *, replay: bool = True) -> tuple[Corpus | None, list[str]]:
-    """Verify a corpus folder (or its manifest file) or archive: (the corpus, one line per problem). An
-    archive's files are named `ARCHIVE:FOLDER/PATH`."""
+def verify_corpus(path: str | Path, *, replay: bool = True) -> tuple[Manifest | None, list[str]]:
+    """Verify a corpus folder (or its manifest file) or archive: (its manifest, None when there is none to
+    read, and one line per problem). An archive's files are named `ARCHIVE:FOLDER/PATH`."""
     p = Path(path)
     if is_archive(p):
         try:
@@ -185,11 +185,11 @@ def verify_corpus(path: str | Path, *, replay: bool = True) -> tuple[Corpus | No
                 prefix = str(corpus.folder)
                 shown = f"{one_line(str(p))}:{corpus.manifest.name}-{corpus.manifest.version}"
                 lines = [str(e).replace(prefix, shown) for e in verify_folder(corpus, replay=replay)]
-                return Corpus(p, corpus.manifest), lines
+                return corpus.manifest, lines
         except LoopguardError as exc:
             return None, [str(exc)]
     try:
         corpus = open_corpus(p.parent if p.name == MANIFEST_NAME else p)
     except LoopguardError as exc:
         return None, [str(exc)]
-    return corpus, [str(e) for e in verify_folder(corpus, replay=replay)]
+    return corpus.manifest, [str(e) for e in verify_folder(corpus, replay=replay)]

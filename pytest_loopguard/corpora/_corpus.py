@@ -30,11 +30,17 @@ __all__ = ["Corpus", "CorpusRun", "open_corpus", "published", "verify_folder"]
 @final
 @dataclass(frozen=True, slots=True)
 class CorpusRun:
-    """One run of the corpus: its id (`path` or `path#i`), the file it is in, and its trace."""
+    """One run of the corpus: the file it is in, its place among the file's runs, and its trace."""
 
-    run_id: str
     file: CorpusFile
+    row: int
+    rows: int  # how many runs the file holds
     trace: Trace
+
+    @property
+    def run_id(self) -> str:
+        """The file's path, with `#row` when the file holds several runs."""
+        return self.file.path if self.rows == 1 else f"{self.file.path}#{self.row}"
 
 
 @final
@@ -88,7 +94,7 @@ class Corpus:
         for cfile in self.manifest.of_kind("trace", "log"):
             traces = self.traces_of(cfile)
             for i, trace in enumerate(traces):
-                yield CorpusRun(cfile.path if len(traces) == 1 else f"{cfile.path}#{i}", cfile, trace)
+                yield CorpusRun(cfile, i, len(traces), trace)
 
     def policy(self, name: str) -> Policy | None:
         """A `published_with` policy: None for `own`, a policy file in the corpus, or a preset."""
@@ -174,17 +180,15 @@ def verify_folder(corpus: Corpus, *, replay: bool = True) -> list[LoopguardError
     if not intact:
         return problems  # the contents are not what was published: reading them says nothing more
     runs: list[CorpusRun] = []
-    rows: dict[str, int] = {}  # file -> how many runs it holds
     for f in manifest.of_kind("trace", "log"):
         try:
             traces = corpus.traces_of(f)
         except TraceError as exc:
             problems.append(exc.located(file=str(folder / f.path)))
             continue
-        rows[f.path] = len(traces)
-        runs += [CorpusRun(f.path if len(traces) == 1 else f"{f.path}#{i}", f, t) for i, t in enumerate(traces)]
+        runs += [CorpusRun(f, i, len(traces), t) for i, t in enumerate(traces)]
     if manifest.labels is not None and not problems:
-        problems += _labels_problems(corpus, runs, rows)
+        problems += _labels_problems(corpus, runs)
     for p in manifest.published_with:
         try:
             corpus.policy(p.policy)
@@ -206,7 +210,7 @@ def verify_folder(corpus: Corpus, *, replay: bool = True) -> list[LoopguardError
     return problems
 
 
-def _labels_problems(corpus: Corpus, runs: list[CorpusRun], rows: dict[str, int]) -> list[LoopguardError]:
+def _labels_problems(corpus: Corpus, runs: list[CorpusRun]) -> list[LoopguardError]:
     """The labels file's problems: it does not load, or a label does not fit its run (a missing run or row, a
     call count or range that differs)."""
     from ..eval._labels import load_labels
@@ -214,8 +218,7 @@ def _labels_problems(corpus: Corpus, runs: list[CorpusRun], rows: dict[str, int]
     from ..eval._score import match_labels
 
     assert corpus.labels_path is not None
-    scored = [ScoredRun(r.trace, corpus.folder / r.file.path, int(r.run_id.partition("#")[2] or 0), rows[r.file.path])
-              for r in runs]
+    scored = [ScoredRun(r.trace, corpus.folder / r.file.path, r.row, r.rows) for r in runs]
     try:
         match_labels(load_labels(corpus.labels_path), scored)
     except LoopguardError as exc:

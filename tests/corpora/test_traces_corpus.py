@@ -11,12 +11,12 @@ from pytest_loopguard.io._format import iter_trace_files
 
 
 def test_traces_is_a_corpus_that_verifies() -> None:
-    corpus, problems = verify_corpus(REPO / "traces")
+    manifest, problems = verify_corpus(REPO / "traces")
     assert problems == [], "refresh it: loopguard corpus init traces --update\n" + "\n".join(problems)
-    assert corpus is not None and corpus.manifest.name == "loopguard-traces"
-    published = corpus.manifest.published_with
+    assert manifest is not None and manifest.name == "loopguard-traces"
+    published = manifest.published_with
     assert [(p.policy, p.mismatches) for p in published] == [("own", 0)]  # every trace passes its expectations
-    assert published[0].runs == len(corpus.trace_paths) == len(corpus.manifest.files)
+    assert published[0].runs == len(manifest.of_kind("trace")) == len(manifest.files)
 
 
 def test_its_traces_are_the_ones_run_collects() -> None:
