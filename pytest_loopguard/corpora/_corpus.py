@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..core._model import ReplayResult, Trace
     from ..runtime._policy import Policy
 
-__all__ = ["Corpus", "CorpusRun", "open_corpus", "published", "verify_folder"]
+__all__ = ["Corpus", "CorpusRun", "labels_problems", "manifest_files", "open_corpus", "published", "verify_folder"]
 
 
 @final
@@ -188,7 +188,7 @@ def verify_folder(corpus: Corpus, *, replay: bool = True) -> list[LoopguardError
             continue
         runs += [CorpusRun(f, i, len(traces), t) for i, t in enumerate(traces)]
     if manifest.labels is not None and not problems:
-        problems += _labels_problems(corpus, runs)
+        problems += labels_problems(corpus, runs)
     for p in manifest.published_with:
         try:
             corpus.policy(p.policy)
@@ -210,7 +210,7 @@ def verify_folder(corpus: Corpus, *, replay: bool = True) -> list[LoopguardError
     return problems
 
 
-def _labels_problems(corpus: Corpus, runs: list[CorpusRun]) -> list[LoopguardError]:
+def labels_problems(corpus: Corpus, runs: list[CorpusRun]) -> list[LoopguardError]:
     """The labels file's problems: it does not load, or a label does not fit its run (a missing run or row, a
     call count or range that differs)."""
     from ..eval._labels import load_labels

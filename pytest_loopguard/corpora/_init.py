@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import LoopguardError
-from ._corpus import Corpus, manifest_files, published
+from ._corpus import Corpus, labels_problems, manifest_files, published
 from ._files import classify, folder_files
 from ._manifest import (
     MANIFEST_NAME,
@@ -114,6 +114,8 @@ def init_corpus(
     )
     corpus = Corpus(root, manifest)
     runs = list(corpus.runs())
+    if labels_rel is not None and (wrong := labels_problems(corpus, runs)):
+        raise wrong[0]  # labels that do not fit their runs (docs/eval.md): not something to publish either
     manifest = replace(manifest, published_with=tuple(published(corpus, p, runs) for p in dict.fromkeys(names)))
     text = manifest_text(manifest)
     parse_manifest(text, str(root / MANIFEST_NAME))  # what is written reads back: the schema's own check

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -101,6 +102,29 @@ def test_eval_of_a_corpus_scores_with_its_labels(tmp_path: Path, capsys: pytest.
     by_corpus = json.loads(capsys.readouterr().out)
     assert cli.main(["eval", str(folder), "--labels", str(folder / "labels.yaml"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == by_corpus and by_corpus["labelled"] == 17
+
+
+def test_labels_that_do_not_fit_their_runs_are_refused_by_init_and_verify(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = writable_copy(REAL, tmp_path / "real")
+    labels = folder / "labels.yaml"
+    good = labels.read_text(encoding="utf-8")
+    assert "    calls: 11                 # trajectory has 12 entries" in good
+    labels.write_text(good.replace("    calls: 11 ", "    calls: 12 ", 1), encoding="utf-8")
+    assert cli.main(["corpus", "init", str(folder), "--licence", "MIT"]) == 2
+    says = "field 'calls': the labels say 12 calls, the run has 11"
+    assert says in capsys.readouterr().err and not (folder / MANIFEST_NAME).exists()
+    labels.write_text(good, encoding="utf-8")
+    assert cli.main(["corpus", "init", str(folder), "--licence", "MIT"]) == 0
+    # labels changed after publishing, their checksum with them: the checksum holds, the labels do not fit
+    labels.write_text(good.replace("    calls: 11 ", "    calls: 12 ", 1), encoding="utf-8")
+    manifest = folder / MANIFEST_NAME
+    manifest.write_text(manifest.read_text(encoding="utf-8").replace(
+        hashlib.sha256(good.encode()).hexdigest(), hashlib.sha256(labels.read_bytes()).hexdigest()), encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main(["corpus", "verify", str(folder)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"loopguard: {labels}:") and says in err[0]
 
 
 def test_a_name_that_is_nothing_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
