@@ -7,6 +7,7 @@ The check is on the names alone, so a command given only files and folders impor
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,22 +24,29 @@ __all__ = ["corpora_in", "eval_paths", "log_items", "names_corpus"]
 
 
 _ARCHIVES = (".tar.gz", ".tgz")
+_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*(==\S+)?")  # a corpus name (corpora's manifest schema), maybe pinned
+_FILES = (".yaml", ".yml", ".json", ".jsonl", ".traj", ".md")  # what names a file, not a corpus
 
 
 def names_corpus(raw: str | Path) -> bool:
     """Whether a path argument names a corpus: a manifest file, a corpus archive (a tarball of agent logs is
-    not one), or nothing on disk (a name)."""
+    not one), or an installed corpus's name (`NAME` or `NAME==VERSION`: nothing on disk, no folder in it, no
+    file suffix: a missing `traces/x.yaml` is a missing file, reported as one)."""
     p = Path(raw)
     if str(raw).lower().endswith(_ARCHIVES) and p.is_file():
         from ..corpora._archive import is_corpus_archive
 
         return is_corpus_archive(p)
-    return p.name == CORPUS_MANIFEST or not p.exists()
+    if p.name == CORPUS_MANIFEST:
+        return True
+    return _NAME.fullmatch(str(raw)) is not None and not p.exists() and not str(raw).lower().endswith(_FILES)
 
 
-def corpora_in(paths: Sequence[str | Path], *, logs: bool = False) -> tuple[list[str | Path], list[Corpus]]:
+def corpora_in(paths: Sequence[str | Path], *, logs: bool = False,
+               errors: list[LoopguardError] | None = None) -> tuple[list[str | Path], list[Corpus]]:
     """`paths` with each corpus reference resolved: (its trace files, or with `logs` its trace and log files,
-    in place of the reference, and the other paths as they are; the corpora found)."""
+    in place of the reference, and the other paths as they are; the corpora found). A reference that does not
+    resolve raises its `CorpusError`, or is appended to `errors` when given (`run` goes on with the rest)."""
     if not any(names_corpus(p) for p in paths):
         return list(paths), []
     from ..corpora import resolve_corpus
@@ -46,12 +54,18 @@ def corpora_in(paths: Sequence[str | Path], *, logs: bool = False) -> tuple[list
     plain: list[str | Path] = []
     found: list[Corpus] = []
     for raw in paths:
-        if names_corpus(raw):
-            corpus = resolve_corpus(raw)
-            found.append(corpus)
-            plain += corpus.run_paths if logs else corpus.trace_paths
-        else:
+        if not names_corpus(raw):
             plain.append(raw)
+            continue
+        try:
+            corpus = resolve_corpus(raw)
+        except LoopguardError as exc:
+            if errors is None:
+                raise
+            errors.append(exc)
+            continue
+        found.append(corpus)
+        plain += corpus.run_paths if logs else corpus.trace_paths
     return plain, found
 
 

@@ -85,14 +85,15 @@ def _replay_corpus(args: argparse.Namespace) -> int:
         paths = trace_paths(Path.cwd())
     timelines = bool(args.coverage or args.report)  # coverage and reports read every step's verdicts
     # a corpus (its manifest, archive or installed name) runs its traces as named files, then its agent logs
-    paths, corpora = corpora_in(paths)
+    unresolved: list[LoopguardError] = []  # reported as bad input while the other paths run
+    paths, corpora = corpora_in(paths, errors=unresolved)
     if args.jobs > 1:  # the same items in the same order from several processes (run_jobs)
         from ._jobs import run_jobs
 
         items = run_jobs(paths, policy, args.policy, args.jobs, skipped=skipped, stream=not timelines)
     else:
         items = run_paths(paths, policy, skipped=skipped, stream=not timelines)
-    items = itertools.chain(items, log_items(corpora, policy))
+    items = itertools.chain(unresolved, items, log_items(corpora, policy))
     with trace_warnings():  # each file is replayed as it is read (JSONL streamed): memory stays flat
         for item in progress(items, "replaying"):
             if isinstance(item, LoopguardError):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import pytest
 
 from ..errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
+from . import _corpus as corpus_option
 from . import _fixtures as fixtures
 from . import _sim_fixtures as sim_fixtures
 
@@ -241,9 +242,7 @@ def pytest_configure(config: pytest.Config) -> None:
     roots = tuple((config.rootpath / p).resolve() for p in config.getini("loopguard_paths"))
     corpus_logs: dict[str, str] = {}
     if corpora := config.getoption("loopguard_corpus", None):
-        from ._corpus import add_corpora
-
-        folders, corpus_logs = add_corpora(config, corpora, update)
+        folders, corpus_logs = corpus_option.add_corpora(config, corpora, update)
         roots += folders
     state = PytestSessionState(
         policy=policy,
@@ -381,11 +380,10 @@ class TraceFile(pytest.File):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", LoopguardWarning)
                 from ..io._runner import load_runnable
-                from ._corpus import import_log
 
                 log = self.config.stash[session_key].corpus_logs.get(str(self.path))  # a corpus's agent log
                 try:
-                    self._loaded = load_runnable(self.path) if log is None else import_log(self.path, log)
+                    self._loaded = load_runnable(self.path) if log is None else corpus_option.import_log(self.path, log)
                 except TraceError as exc:
                     self._loaded = exc
         if isinstance(self._loaded, TraceError):

@@ -127,7 +127,12 @@ def test_labels_that_do_not_fit_their_runs_are_refused_by_init_and_verify(
     assert len(err) == 1 and err[0].startswith(f"loopguard: {labels}:") and says in err[0]
 
 
-def test_a_name_that_is_nothing_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["run", "no-such-corpus"]) == 2
-    assert capsys.readouterr().err == ("loopguard: error: no-such-corpus: no such file or folder, and no installed "
-                                       "corpus of that name (entry points loopguard.corpora: none)\n")
+def test_a_name_that_is_nothing_is_bad_input_and_the_rest_still_runs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tiny_corpus(tmp_path / "tiny")
+    assert cli.main(["run", "no-such-corpus", str(folder / "traces"), "missing/x.yaml"]) == 2
+    out, err = capsys.readouterr()
+    assert "loopguard: 2 traces replayed, 0 mismatched" in out
+    assert ("loopguard: error: no-such-corpus: no such file or folder, and no installed corpus of that name (entry "
+            "points loopguard.corpora: none)\n") in err
+    assert "missing/x.yaml: no such file or folder\n" in err  # a path, not a name: missing as before

@@ -58,7 +58,6 @@ def test_packed_moved_and_verified_elsewhere_it_runs_and_scores_as_before(
     installed = unpack_corpus(archive, tmp_path / "installed").folder
     for name in ("run", "eval"):
         assert command_json(name, str(installed / MANIFEST_NAME), installed) == before[name]
-    # the archive itself runs too (unpacked into a temporary folder of its own)
     run = json.loads(before["run"])
     assert len(run) == 17 and {e["passed"] for e in run} == {True}
     assert sum(e["counts"].get("warn", 0) for e in run) > 0
