@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from typing import Any, final
 
 __all__ = [
-    "EXTRA_MODULES", "LoopguardError", "LoopguardWarning", "MissingExtraError", "NotATraceError", "PolicyError",
-    "RedactionError", "ScenarioError", "SessionError", "TraceError", "brief", "needs_extra",
+    "EXTRA_MODULES", "GuardProcessError", "LoopguardError", "LoopguardWarning", "MissingExtraError", "NotATraceError",
+    "PolicyError", "RedactionError", "ScenarioError", "SessionError", "TraceError", "brief", "needs_extra",
 ]
 
 _BRIEF = reprlib.Repr()  # keyword arguments need Python 3.12
@@ -153,6 +153,12 @@ class RedactionError(LoopguardError, ValueError):
 class SessionError(LoopguardError, RuntimeError):
     """A live session used out of order (a call the model did not ask for, a result for no call, an event
     after the run ended): what was expected instead is in the message."""
+
+
+@final
+class GuardProcessError(LoopguardError, RuntimeError):
+    """An external guard process broke the guard protocol (no reply in time, a malformed or extra reply, an
+    early exit, an error it reported): one line naming the guard's command, the run and the step."""
 
 
 # What the `pytest` extra installs (pyproject.toml) beyond the runtime: the plugin, fixtures and strategies, the

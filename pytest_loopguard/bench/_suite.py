@@ -240,6 +240,11 @@ def run_suite(
         rows.append(ratio_row(f"load {fmt}", "event", len(sample.steps), loaded, "—", None,
                               raw_parser_us=round(raw.min_us, 3)))
 
+    from ._pipe import pipe_rows  # processes of its own: started only here
+
+    for row in pipe_rows(traces, repeat):
+        rows.append(dataclasses.replace(row, ratio=row.min_us / floor))
+
     if stream or corpus:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
@@ -282,6 +287,8 @@ def suite_table(rows: Sequence[SuiteRow]) -> str:
             over = r.extra.get("over_startup_s")
             rate = f"{r.units / over:,.0f} files/s" if over is not None and over > 0 else "—"
             cost, median = f"{r.extra['seconds']:.2f} s", f"{r.extra['median_seconds']:.2f} s"
+        elif "skipped" in r.extra:  # not measured (a framework that is not installed)
+            cost, median, rate = "—", "—", "—"
         else:
             cost, median, rate = f"{r.min_us:.2f}", f"{r.median_us:.2f}", f"{1e6 / r.min_us:,.0f}"
         ratio = "—" if r.ratio is None else f"{r.ratio:.2f}×"

@@ -27,6 +27,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", type=int, default=0, metavar="N", help="also run a corpus of N trace files")
     p.add_argument("--json", action="store_true")
     p.add_argument("--session", action="store_true", help="time a live Session (recording, redacting) instead")
+    p.add_argument("--integrations", action="store_true",
+                   help="time each framework integration against its framework's own scripted run instead")
     p.add_argument("--import", dest="import_paths", nargs="*", metavar="PATH",
                    help="time the importers on these folders or tarballs instead (default: the shared corpus)")
 
@@ -41,6 +43,19 @@ def run(args: argparse.Namespace) -> int:
 
         timings = import_bench(args.import_paths or list(DEFAULT_PATHS))
         out(table_text(timings, ["corpus", "files", "runs", "steps", "seconds", "runs/s"]))
+        return EXIT_OK
+    if args.integrations:
+        from ..bench._integrations import integration_rows
+
+        rows = integration_rows(repeat=max(args.repeat, 1))
+        if args.json:
+            print_json(suite_json(rows, repeat=args.repeat, build=build_name(), compiled=list(compiled_modules())))
+        else:
+            out(suite_table(rows))
+            out("× baseline here: the guarded run's cost over the same run without the integration")
+            for row in rows:
+                if "skipped" in row.extra:
+                    out(f"{row.item}: {row.extra['skipped']}")
         return EXIT_OK
     names = args.policy or [n for n in preset_names() if n not in ALIASES]
     policies = [resolve_policy(n) for n in names]

@@ -78,6 +78,8 @@ COMMANDS: Final = (
     Command("bench", "replay speed, live checks, construction and loading, as ratios to a bare loop"),
     Command("eval", "score policies on labelled real runs: loops caught, false stops, noise"),
     Command("scan", "find the coding agents' session logs on this machine and the loops in them"),
+    Command("serve", "the Guard behind the guard protocol on stdin/stdout, for agents in any language"),
+    Command("conform", "replay traces through an external guard and compare its verdicts step by step"),
     Command("corpus", "corpus packages: init, pack, verify, info, unpack, list (a named, checksummed set of runs)",
             "_corpora"),
 )
@@ -85,6 +87,7 @@ COMMANDS: Final = (
 if TYPE_CHECKING:  # mypy checks that every command's module has the interface; nothing is imported here
     from . import (
         _bench,
+        _conform,
         _corpora,
         _diff,
         _eval,
@@ -95,12 +98,14 @@ if TYPE_CHECKING:  # mypy checks that every command's module has the interface; 
         _run,
         _scan,
         _schema,
+        _serve,
         _simulate,
         _validate,
     )
 
     _MODULES: tuple[CommandModule, ...] = (
-        _run, _replay, _validate, _presets, _matrix, _simulate, _diff, _schema, _import, _bench, _eval, _scan, _corpora,
+        _run, _replay, _validate, _presets, _matrix, _simulate, _diff, _schema, _import, _bench, _eval, _scan,
+        _serve, _conform, _corpora,
     )
     _SubParsersAction = argparse._SubParsersAction[argparse.ArgumentParser]
 else:

@@ -109,10 +109,12 @@ class RunContext:
         "classifier",
         "clock",
         "engines",
+        "name",
         "objective",
         "open_file",
         "policy",
         "reads",
+        "step",
         "task",
         "trace_context",
         "transcript",
@@ -147,6 +149,8 @@ class RunContext:
         self.turns = 0  # turns started so far
         self.calls = 0  # tool calls seen so far (blocked ones included)
         self.open_file: str | None = None  # the file a SWE-agent `open F` made current in this run
+        self.name = ""  # the run's name (a trace's), for what reports on it from outside (an external guard)
+        self.step: int | None = None  # the index of the step whose events are being fed (None: a live event)
 
     def kind(self, call: ToolCall) -> Kind:
         """The call's kind by the policy's table (the classifier caches per tool what needs no arguments)."""

@@ -116,3 +116,17 @@ def loopguard_rejected(rejected: Rejected) -> Any:
 @hookspec
 def loopguard_done(done: Done) -> Any:
     """Called when the agent gives its final answer. May return verdicts."""
+
+
+@hookspec
+def loopguard_not_run(call: ToolCall) -> None:
+    """Called instead of `loopguard_after_call` for a call the engines allowed that never ran: a person or a
+    permission rule denied it, or its batch was cancelled. Its turn counts it as a call without a result.
+    Verdicts are ignored: nothing ran to judge (an external guard hears of it; no built-in engine needs to)."""
+
+
+@hookspec
+def loopguard_run_end(outcome: str | None) -> None:
+    """Called once when the run ends (`outcome`: completed, stopped, failed, exhausted, incomplete; None when
+    the driver closed it before deciding). For what holds resources across a run, such as an external
+    guard's process; verdicts are ignored."""

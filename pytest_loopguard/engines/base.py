@@ -77,7 +77,8 @@ ENTRY_POINT_GROUP: Final = "loopguard.engines"
 # at the first look-up, so importing this contract never imports an engine.
 ENGINES: Final[Registry[Engine]] = Registry(
     "engine", Engine, ENTRY_POINT_GROUP, "ENGINE",
-    builtins={name: f"{__package__}.{name}:ENGINE" for name in ENGINE_ORDER},
+    # `external` (a guard process) is built in but not in ENGINE_ORDER: it runs after the others
+    builtins={name: f"{__package__}.{name}:ENGINE" for name in (*ENGINE_ORDER, "external")},
 )
 
 register_engine: Final = ENGINES.register  # the name code has used since engines became pluggable

@@ -10,8 +10,9 @@ from typing import Any, Final
 
 import yaml
 
-from ..core._model import LLMCall, Step, StepExpect, ToolResult, Trace
-from ._spec import LLM_KEYS, file_format
+from ..core._model import Step, StepExpect, Trace
+from ..core._wire import llm_mapping, result_mapping
+from ._spec import file_format
 
 __all__ = ["dump", "dumps", "expect_to_value", "step_to_mapping", "trace_to_mapping"]
 
@@ -19,28 +20,6 @@ try:
     _Dumper: Any = yaml.CSafeDumper
 except AttributeError:  # pragma: no cover - depends on how PyYAML was built
     _Dumper = yaml.SafeDumper
-
-
-def _result_to_mapping(r: ToolResult) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if r.error is not None:
-        out["error"] = r.error
-    elif not r.ok:
-        if not r.exit_code:  # a non-zero exit code already says it failed
-            out["ok"] = False
-    else:
-        out["ok"] = True
-    if r.text is not None:
-        out["text"] = r.text
-    if r.tokens is not None:
-        out["tokens"] = r.tokens
-    if r.bytes is not None:
-        out["bytes"] = r.bytes
-    if r.changed:
-        out["changed"] = True
-    if r.exit_code is not None:
-        out["exit_code"] = r.exit_code
-    return out
 
 
 def expect_to_value(e: StepExpect) -> Any:
@@ -62,13 +41,13 @@ def step_to_mapping(step: Step) -> dict[str, Any]:
         if step.call.args:
             out["args"] = dict(step.call.args)
         if step.result is not None:
-            out["result"] = _result_to_mapping(step.result)
+            out["result"] = result_mapping(step.result)
         not_run = step.not_run
         if not_run is not None:
             out[not_run.how] = {"reason": not_run.reason, "by": not_run.by} if not_run.by is not None else {
                 "reason": not_run.reason}
     elif step.kind == "llm":
-        out["llm"] = _llm_to_mapping(step.llm)
+        out["llm"] = llm_mapping(step.llm)
     elif step.kind == "phase":
         out["phase"] = step.phase
     elif step.kind == "message":
@@ -84,7 +63,7 @@ def step_to_mapping(step: Step) -> dict[str, Any]:
         if step.rejected.text is not None:
             rejected["text"] = step.rejected.text
         if step.rejected.llm is not None:
-            rejected["llm"] = _llm_to_mapping(step.rejected.llm)
+            rejected["llm"] = llm_mapping(step.rejected.llm)
         out["rejected"] = rejected
     elif step.kind == "compacted":
         c = step.compacted
@@ -107,10 +86,6 @@ def step_to_mapping(step: Step) -> dict[str, Any]:
         out["source"] = {"file": step.source.file, "row": step.source.row, "index": step.source.index}
     out.update(step.extensions)
     return out
-
-
-def _llm_to_mapping(llm: LLMCall) -> dict[str, Any]:
-    return {k: getattr(llm, k) for k in LLM_KEYS if getattr(llm, k) is not None}
 
 
 def trace_to_mapping(trace: Trace, *, steps: bool = True) -> dict[str, Any]:

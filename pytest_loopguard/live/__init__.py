@@ -1,4 +1,5 @@
-"""What a live agent embeds beside the Guard: Session, the recorder, framework adapters and redaction."""
+"""What a live agent embeds beside the Guard: Session, the recorder, framework adapters, redaction, and the Guard
+behind the guard protocol (GuardServer, for agents in other languages)."""
 
 from __future__ import annotations
 
@@ -20,12 +21,14 @@ if TYPE_CHECKING:
     )
     from ._recorder import Recorder
     from ._redact import BUILTIN_RULES, Redactor, configured_rules
+    from ._serve import GuardServer, serve
     from ._session import Session, ToolReply
 
 __all__ = [
     "BUILTIN_RULES",
     "RAW_ARGUMENTS",
     "AdaptedCall",
+    "GuardServer",
     "ModelTurn",
     "Recorder",
     "Redactor",
@@ -39,6 +42,7 @@ __all__ = [
     "openai_response",
     "openai_result",
     "openai_tool_message",
+    "serve",
 ]
 
 __getattr__, __dir__ = exports(__name__, {
@@ -47,5 +51,6 @@ __getattr__, __dir__ = exports(__name__, {
                   "openai_tool_message"),
     "_recorder": ("Recorder",),
     "_redact": ("BUILTIN_RULES", "Redactor", "configured_rules"),
+    "_serve": ("GuardServer", "serve"),
     "_session": ("Session", "ToolReply"),
 })

@@ -156,7 +156,7 @@ class Session:
             task = replace(task, objective=self._redactor.text(task.objective))  # as the header has it
         self.clock = Clock()
         self.guard = Guard(resolved, task=task, objective=task.objective if task else "", context=context,
-                           clock=self.clock, plugins=plugins)
+                           clock=self.clock, plugins=plugins, name=name or "")
         self._now = now_ms
         self._t0 = now_ms() if now_ms is not None else 0
         self._steps: list[StepResult] = []

@@ -17,6 +17,7 @@ import pytest
 from ..errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
 from . import _corpus as corpus_option
 from . import _fixtures as fixtures
+from . import _record as record
 from . import _sim_fixtures as sim_fixtures
 
 if TYPE_CHECKING:
@@ -191,6 +192,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="rewrite the expectations of mismatching (or unannotated) traces to the observed verdicts",
     )
+    record.add_options(group, parser)
     group.addoption("--loopguard-corpus", dest="loopguard_corpus", action="append", default=[], metavar="NAME|PATH",
                     help="run a shared corpus (installed name, folder, manifest or archive); repeatable")
     parser.addini(
@@ -258,7 +260,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[session_key] = state
     config.pluginmanager.register(state, "loopguard-session")
     # The fixtures live in their own modules; registering them here makes them available in every test.
-    for module, name in ((fixtures, "loopguard-fixtures"), (sim_fixtures, "loopguard-sim")):
+    record.configure(config)
+    for module, name in ((fixtures, "loopguard-fixtures"), (sim_fixtures, "loopguard-sim"), (record, "loopguard-rec")):
         if not config.pluginmanager.is_registered(module):
             config.pluginmanager.register(module, name)
 
@@ -293,6 +296,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(session_key, None)
     if state is not None and config.pluginmanager.is_registered(state):
         config.pluginmanager.unregister(state)
+    record.unconfigure(config)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> TraceFile | None:
@@ -551,13 +555,12 @@ class TraceItem(pytest.Item):
         if isinstance(error, TraceNotLoaded):  # bad input found when the item ran: the loader's one line
             return str(error)
         if isinstance(error, TraceMismatch):
-            from ..report._tables import mismatch_table, shorten
+            from ..report._tables import failure_report
 
             # The description says what the trace proves: the first thing a reader of a failure needs.
             # (the loaded trace's, or a streamed run's header where the file was too large to load whole)
             description = (self._trace if self._trace is not None else error.result.trace).description
-            about = f"\n{shorten(description, 160)}" if description else ""
-            return f"{where}: {error}{about}\n{mismatch_table(error.result, error.mismatches)}"
+            return failure_report(where, error.result, error.mismatches, description)
         name = self.header.name
         if isinstance(error, LoopguardWarning):  # `-W error` turned the trace's warning (a torn JSONL line) into this
             return f"{where}: trace {name}: warning treated as an error: {error}"

@@ -14,6 +14,7 @@ from ._console import fit_table
 
 __all__ = [
     "SUMMARY_ACTIONS",
+    "failure_report",
     "json_entry",
     "mismatch_table",
     "outcome_line",
@@ -118,6 +119,13 @@ def outcome_line(result: ReplayResult) -> str:
     if result.stopped_by is not None:
         text += f" by {result.stopped_by}"
     return text
+
+
+def failure_report(where: str, result: ReplayResult, mismatches: list[Mismatch], description: str = "") -> str:
+    """A replay that disproves its expectations, as a test failure shows it: `WHERE: outcome: N mismatches`, what the
+    trace proves (its description, one line), then the table of the steps around each mismatch."""
+    about = f"\n{shorten(description, 160)}" if description else ""
+    return f"{where}: {outcome_line(result)}: {status(mismatches)}{about}\n{mismatch_table(result, mismatches)}"
 
 
 def status(mismatches: Sequence[Mismatch]) -> str:

@@ -47,7 +47,7 @@ EVENT_ARGS: Final[dict[str, tuple[str, ...]]] = {
     for name in (
         "loopguard_turn_start", "loopguard_before_call", "loopguard_after_call", "loopguard_turn_end",
         "loopguard_before_llm", "loopguard_llm_result", "loopguard_compacted", "loopguard_phase",
-        "loopguard_message", "loopguard_rejected", "loopguard_done",
+        "loopguard_message", "loopguard_rejected", "loopguard_done", "loopguard_not_run", "loopguard_run_end",
     )
 }
 _IMPL_ATTR: Final = hookspecs.PROJECT + "_impl"

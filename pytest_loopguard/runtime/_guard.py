@@ -102,6 +102,7 @@ class Guard:
         clock: Clock | None = None,
         plugins: Sequence[object] = (),
         keep_transcript: bool = False,
+        name: str = "",
     ) -> None:
         self.policy = policy
         self.keep_transcript = keep_transcript
@@ -124,6 +125,7 @@ class Guard:
         )
         policy_plan = plan(policy)
         run = self.run
+        run.name = name
         self._engines = engines = [cls(settings, run) for cls, settings in policy_plan.engines]
         run.engines = {e.name: e for e in engines}
         self._record: Callable[[object], None] | None = None  # appends a record for the view, when kept
@@ -138,6 +140,7 @@ class Guard:
             self._set_events(events)
         self._next_call_id = 0
         self._last: ToolRecord | None = None
+        self._ended = False
 
     # ---- plugins -----------------------------------------------------------------------------------
     @property
@@ -187,6 +190,7 @@ class Guard:
         self._before_llm = events["loopguard_before_llm"]
         self._llm_result = events["loopguard_llm_result"]
         self._compacted = events["loopguard_compacted"]
+        self._not_run = events["loopguard_not_run"]
 
     @staticmethod
     def _token_counter(pm: pluggy.PluginManager) -> Callable[[str], int]:
@@ -272,6 +276,8 @@ class Guard:
         turn = self.run.turn
         if turn is not None:
             turn.results.append(None)
+        if self._not_run:
+            fire1(self._not_run, call)
 
     @property
     def shown(self) -> str:
@@ -324,3 +330,11 @@ class Guard:
 
     def done(self, done: Done) -> Decision:
         return _decide(fire1(self._events["loopguard_done"], done))
+
+    def end_run(self, outcome: str | None) -> None:
+        """The run is over (`outcome`, when decided): engines holding resources across it let them go. Once."""
+        if not self._ended:
+            self._ended = True
+            fns = self._events["loopguard_run_end"]
+            if fns:
+                fire1(fns, outcome)

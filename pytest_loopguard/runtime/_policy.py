@@ -79,6 +79,22 @@ class Policy:
         }
 
 
+def policy_from_dict(raw: Mapping[str, Any], *, source: str | None = None) -> Policy:
+    """The Policy that `Policy.to_dict` wrote (every engine's full settings and the tool table): how a policy
+    travels whole, e.g. to a guard process told which policy to follow."""
+    unknown = set(raw) - {"name", "description", "engines", "tools"}
+    if unknown:
+        raise PolicyError(f"unknown key(s) {brief(sorted(map(str, unknown)))}; expected name, description, engines, "
+                          f"tools", source=source)
+    name = _text(raw.get("name", "policy"), "name", source)
+    engines = raw.get("engines") or {}
+    if not isinstance(engines, Mapping):
+        raise PolicyError("expected a mapping {engine: settings}", field="engines", source=source)
+    policy = _apply(Policy(name=name, engines={}), engines, name=name, source=source)
+    return Policy(name=name, engines=policy.engines, tools=parse_rules(raw.get("tools"), source=source),
+                  description=_text(raw.get("description", ""), "description", source))
+
+
 def _plain_settings(settings: Any) -> dict[str, Any]:
     """A settings instance as plain data: an enum member (an action) as its value, as a policy file writes it."""
     return {k: v.value if isinstance(v, enum.Enum) else v for k, v in dataclasses.asdict(settings).items()}
@@ -306,6 +322,9 @@ def _apply(base: Policy, overrides: Mapping[str, Any], *, name: str, source: str
             raise PolicyError("expected a mapping of settings, true or false", field=engine, source=source)
         current = engines.get(engine) or settings_cls()
         engines[engine] = coerce_settings(settings_cls, value, base=current, field=engine, source=source)
+    external = engines.get("external")
+    if external is not None and getattr(external, "instead", False):
+        engines = {"external": external}  # a guard process instead of the built-in engines: its verdicts alone
     order = {n: i for i, n in enumerate(ENGINE_ORDER)}
     ordered = dict(sorted(engines.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
     return Policy(name=name, engines=ordered, tools=base.tools, description=base.description, source=base.source)

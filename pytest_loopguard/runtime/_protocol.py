@@ -121,11 +121,12 @@ class Run:
     its call opened ended the run, so the call never reached the engines).
     """
 
-    __slots__ = ("_clock", "_kind_of", "_opened", "before", "guard", "outcome", "stopped_at", "stopped_by")
+    __slots__ = ("_clock", "_ctx", "_kind_of", "_opened", "before", "guard", "outcome", "stopped_at", "stopped_by")
 
     def __init__(self, guard: Guard) -> None:
         self.guard = guard
         self._clock = guard.run.clock
+        self._ctx = guard.run  # its `step` names the step being fed, for what reports on a run from outside
         self._kind_of = guard.run.kind
         self.outcome: Outcome | None = None
         self.stopped_at: int | None = None
@@ -140,6 +141,7 @@ class Run:
         call; its verdicts). ANSWER: the model's answer and the calls it asks for, which start a turn unless
         the call failed or a verdict on it (`asked`: ASK's) fails the run (the step's verdicts). WHOLE: both,
         for a recorded model call."""
+        self._ctx.step = index
         guard = self.guard
         if stage != ANSWER:  # ASK or WHOLE (a comparison of small ints: cheaper than a bit test, every step)
             guard.end_turn()
@@ -154,12 +156,14 @@ class Run:
     def model_refused(self, llm: LLMCall, refused: Rejected, index: int | None,
                       asked: tuple[Verdict, ...] = ()) -> tuple[Verdict, ...]:
         """The model's answer (`llm`, after `model(..., ASK)`) was refused by the harness: a turn with no call."""
+        self._ctx.step = index
         guard = self.guard
         verdicts = asked + guard.llm_result(llm).verdicts + guard.rejected(refused).verdicts
         return self._ends(verdicts, index) if verdicts else verdicts
 
     def rejected(self, refused: Rejected, index: int | None) -> tuple[Verdict, ...]:
         """A refused model answer reported on its own (its usage, if any, counts as a model call's)."""
+        self._ctx.step = index
         verdicts = self.guard.rejected(refused).verdicts
         return self._ends(verdicts, index) if verdicts else verdicts
 
@@ -175,6 +179,7 @@ class Run:
         denied it, or its batch was cancelled). The engines counted it before the call, as any call the agent
         made; if they blocked it, it is a blocked call; otherwise no engine hears of it after the call (no
         result, not a failure, nothing in the prompt view) and the step's verdicts are those before it."""
+        self._ctx.step = index
         guard = self.guard
         if stage != AFTER:  # BEFORE or WHOLE
             opened: tuple[Verdict, ...] = ()
@@ -231,15 +236,18 @@ class Run:
 
     # ---- other events ---------------------------------------------------------------------------------
     def message(self, message: Message, index: int | None) -> tuple[Verdict, ...]:
+        self._ctx.step = index
         verdicts = self.guard.message(message).verdicts
         return self._ends(verdicts, index) if verdicts else verdicts
 
     def phase(self, phase: str, index: int | None) -> tuple[Verdict, ...]:
+        self._ctx.step = index
         verdicts = self.guard.phase(phase).verdicts
         return self._ends(verdicts, index) if verdicts else verdicts
 
     def done(self, done: Done, index: int | None) -> tuple[Verdict, ...]:
         """The agent's final answer: the run is completed unless a verdict on it ends it otherwise."""
+        self._ctx.step = index
         verdicts = self.guard.done(done).verdicts
         if verdicts:
             self._ends(verdicts, index)
@@ -320,9 +328,10 @@ class Run:
             self.outcome = Outcome.INCOMPLETE
 
     def close(self) -> None:
-        """No more events: the last turn ends (unless the run already ended)."""
+        """No more events: the last turn ends (unless the run already ended), and the Guard hears the run is over."""
         if self.outcome is None:
             self.guard.end_turn()
+        self.guard.end_run(self.outcome)
 
     def final(self, max_turns: int | None) -> Outcome:
         """The outcome of a closed run: how it ended, else `exhausted` when it used every turn of
@@ -333,9 +342,12 @@ class Run:
         return Outcome.EXHAUSTED if ran_out else Outcome.INCOMPLETE
 
     def finish(self, max_turns: int | None) -> Outcome:
-        """`close`, then the run's `final` outcome, kept as `outcome`."""
-        self.close()
+        """The last turn ends (unless the run already ended); the run's `final` outcome, kept as `outcome`; then
+        the Guard hears the run is over."""
+        if self.outcome is None:
+            self.guard.end_turn()
         outcome = self.outcome = self.final(max_turns)
+        self.guard.end_run(outcome)
         return outcome
 
     def _ends(self, verdicts: tuple[Verdict, ...], index: int | None) -> tuple[Verdict, ...]:

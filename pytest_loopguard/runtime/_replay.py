@@ -63,7 +63,7 @@ class Replayer:
     def __init__(self, trace: Trace, policy: Policy, objective: str, *, plugins: Sequence[object] = ()) -> None:
         self.trace = trace
         self.guard = Guard(policy, task=trace.task, objective=objective, context=trace.context, clock=Clock(),
-                           plugins=plugins)
+                           plugins=plugins, name=trace.name)
         self.run = Run(self.guard)
         # the verdicts on one step of a run that has not ended; sets `outcome` when the step ends it
         self.advance = self.run.feed

@@ -123,7 +123,7 @@ class AgentLoop:
         policy_name = self.policy_name or (self.policy_spec if isinstance(self.policy_spec, str) else policy.name)
         objective = self.task.objective if self.task is not None and self.task.objective else self.prompt
         guard = Guard(policy, task=self.task, objective=objective, context=self.context, clock=self.clock,
-                      plugins=self.plugins, keep_transcript=True)  # the simulation hands back its transcript
+                      plugins=self.plugins, keep_transcript=True, name=self.name)  # the simulation hands back its transcript
         run = _Run(guard)
         protocol = run.protocol
         if self.prompt:

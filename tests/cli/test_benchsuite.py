@@ -21,6 +21,7 @@ ROWS = [
     "baseline: bare fingerprint loop", "replay default", "replay qa-agent", "replay, no engine at all",
     "live check, default (call built)", "live check, default + ToolCall.of", "ToolCall.of",
     "Guard construction, default", "load yaml", "load json", "load jsonl",
+    "guard protocol, trivial guard (python)", "guard protocol, loopguard serve --policy default",
 ]
 
 

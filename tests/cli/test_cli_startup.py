@@ -17,7 +17,7 @@ from pytest_loopguard.cli import _main as cli
 ROOT = Path(__file__).resolve().parents[2]
 CLI = Path(cli.__file__).parent
 COMMAND_NAMES = ["run", "replay", "validate", "presets", "matrix", "simulate", "diff", "schema", "import", "bench",
-                 "eval", "scan", "corpus"]
+                 "eval", "scan", "serve", "conform", "corpus"]
 
 
 def module_of(name: str) -> str:
@@ -38,6 +38,7 @@ OWN = {
     "eval": ("pytest_loopguard.cli._eval_tables", "pytest_loopguard.eval._score", "pytest_loopguard.eval._runs",
              "tabulate"),
     "scan": ("pytest_loopguard.cli._scan_run", "pytest_loopguard.scan._loops", "pytest_loopguard.scan._discover"),
+    "conform": ("pytest_loopguard.io._conform", "pytest_loopguard.engines._pipe"),
     "corpus": ("pytest_loopguard.corpora",),
 }
 
@@ -149,6 +150,7 @@ def test_a_plain_run_loads_neither_tabulate_nor_the_live_session_nor_the_pool(tm
     ["import", "tests/importers/fixtures/anthropic_messages.json", "-o", "OUT"],
     ["bench", "--session", "--events", "1", "--policy", "default"],
     ["eval", "TRACE"],
+    ["conform", f"{sys.executable} examples/guards/python_guard.py default", "TRACE"],
 ], ids=lambda argv: argv[0])
 def test_each_command_loads_its_own_modules_when_it_runs(argv: list[str], tmp_path: Path) -> None:
     trace = str(tiny_trace(tmp_path))

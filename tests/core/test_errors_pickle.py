@@ -8,6 +8,7 @@ import pytest
 
 from pytest_loopguard import errors
 from pytest_loopguard.errors import (
+    GuardProcessError,
     LoopguardError,
     MissingExtraError,
     NotATraceError,
@@ -28,6 +29,7 @@ SAMPLES: dict[type[BaseException], BaseException] = {
     PolicyError: PolicyError("unknown engine 'x'", field="engines.x", source="policies/p.yaml"),
     RedactionError: RedactionError("bad regex: missing )", rule="token("),
     SessionError: SessionError("a result for no call (expected before_call first)"),
+    GuardProcessError: GuardProcessError("external guard `node g.js`, run 'r', step 3 (before_call x): no reply"),
     MissingExtraError: MissingExtraError("`loopguard replay`", module="tabulate"),
 }
 

@@ -185,6 +185,7 @@ SUBPACKAGES: dict[str, dict[str, str]] = {
                       "openai_tool_message"),
         "_recorder": "Recorder",
         "_redact": "BUILTIN_RULES Redactor configured_rules",
+        "_serve": "GuardServer serve",
         "_session": "Session ToolReply",
     },
     "eval": {

@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
-from corpus_files import REAL, tiny_corpus, writable_copy
+from corpus_files import REAL, REPO, tiny_corpus, writable_copy
 
 from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.corpora import MANIFEST_NAME, load_manifest
@@ -92,6 +93,15 @@ def test_a_folder_stays_a_folder_for_run_even_with_a_manifest(tmp_path: Path,
     assert "loopguard: 3 traces replayed, 0 mismatched" in capsys.readouterr().out
     assert cli.main(["run", str(folder / MANIFEST_NAME), "--policy", "roo"]) == 1  # your policy, their corpus
     assert "loopguard: 3 traces replayed, 2 mismatched" in capsys.readouterr().out
+
+
+def test_conform_runs_a_corpus_through_an_external_guard(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tiny_corpus(tmp_path / "tiny")
+    assert cli.main(["corpus", "init", str(folder), "--licence", "MIT"]) == 0
+    capsys.readouterr()
+    guard = f"{sys.executable} {REPO / 'examples' / 'guards' / 'python_guard.py'}"
+    assert cli.main(["conform", guard, str(folder / MANIFEST_NAME)]) == 0
+    assert "conform: 2 trace(s) against its expectations: 2 agree, 0 differ" in capsys.readouterr().out
 
 
 def test_eval_of_a_corpus_scores_with_its_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

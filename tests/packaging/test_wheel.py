@@ -133,13 +133,18 @@ def _imported_roots(path: Path) -> set[str]:
 
 def test_every_import_is_a_declared_requirement(wheel: zipfile.ZipFile) -> None:
     """Every third-party import (function-level ones too): in a runtime package, of a plain install's
-    requirements; anywhere else, of the runtime's, the pytest extra's or rich's (optional, checked on use)."""
+    requirements; in a framework integration, also of the framework extras' (`integrations/`: imported only
+    by name, by a user who installed that extra); anywhere else, of the runtime's, the pytest extra's or
+    rich's (optional, checked on use)."""
     dists = packages_distributions()
     anywhere = RUNTIME | PYTEST_EXTRA | {"rich"}
+    extras = [e for e in _metadata(wheel).get_all("Provides-Extra") or [] if e != "dev"]
+    frameworks = {d for e in extras for d in _required(wheel, e)}
     wrong = []
     for path in sorted([*(ROOT / "pytest_loopguard").rglob("*.py"), *(ROOT / "simulators").rglob("*.py")]):
         runtime = path.relative_to(ROOT).parts[:2] in {("pytest_loopguard", p) for p in RUNTIME_PACKAGES}
-        allowed = RUNTIME if runtime else anywhere
+        integration = path.relative_to(ROOT).parts[:2] == ("pytest_loopguard", "integrations")
+        allowed = RUNTIME if runtime else anywhere | frameworks if integration else anywhere
         for root in sorted(_imported_roots(path)):
             names = {canonicalize_name(d) for d in dists.get(root, [root])}
             if not names & allowed:

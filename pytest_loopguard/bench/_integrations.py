@@ -1,0 +1,62 @@
+"""`loopguard bench --integrations`: what each framework integration adds to a scripted run of its framework.
+
+Each integration ships `overhead_run(calls, guarded)` (`integrations/_<framework>_bench.py`): one offline run
+of the framework's own agent loop on a scripted model that makes `calls` tool calls, with the integration
+(`guarded`) or without it. The row is the guarded run's cost over the unguarded one's on the same script, both
+timed in this process, min of the repeats: the integration's overhead as the framework's users would feel it
+(issue 22's goal: at most 10% on a 200-call run). A framework that is not installed gets a row saying so.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable
+from typing import Final
+
+from ._rows import SuiteRow
+
+__all__ = ["FRAMEWORKS", "integration_rows"]
+
+# (framework, the extra that installs it, the module with its overhead_run)
+FRAMEWORKS: Final = (
+    ("LangChain", "langchain", "pytest_loopguard.integrations._langchain_bench"),
+    ("OpenAI Agents SDK", "openai-agents", "pytest_loopguard.integrations._openai_agents_bench"),
+    ("Pydantic AI", "pydantic-ai", "pytest_loopguard.integrations._pydantic_ai_bench"),
+    ("Google ADK", "google-adk", "pytest_loopguard.integrations._google_adk_bench"),
+    ("Claude Agent SDK", "claude-agent-sdk", "pytest_loopguard.integrations._claude_agent_sdk_bench"),
+)
+GOAL_RATIO: Final = 1.10
+
+
+def _best(run: Callable[[int, bool], None], calls: int, guarded: bool, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run(calls, guarded)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def integration_rows(calls: int = 200, repeat: int = 5) -> list[SuiteRow]:
+    rows: list[SuiteRow] = []
+    for name, extra, module in FRAMEWORKS:
+        item = f"{name}, {calls}-call scripted run, guarded"
+        try:
+            run: Callable[[int, bool], None] = importlib.import_module(module).overhead_run
+        except ModuleNotFoundError as exc:
+            rows.append(SuiteRow(item, "agent run", 1, 0.0, 0.0, goal="≤ 1.10× unguarded", met=None,
+                                 extra={"skipped": f"{exc.name} is not installed: pip install "
+                                                   f"'pytest-loopguard[{extra}]'"}))
+            continue
+        run(calls, True)  # first runs import and warm the framework outside the timing
+        run(calls, False)
+        plain = _best(run, calls, False, repeat)
+        guarded = _best(run, calls, True, repeat)
+        ratio = guarded / plain
+        rows.append(SuiteRow(item, "agent run", 1, guarded * 1e6, guarded * 1e6, goal="≤ 1.10× unguarded",
+                             met=ratio <= GOAL_RATIO, ratio=ratio,
+                             extra={"unguarded_us": round(plain * 1e6, 1),
+                                    "overhead_pct": round((ratio - 1) * 100, 1),
+                                    "per_call_us": round((guarded - plain) / calls * 1e6, 2)}))
+    return rows
