@@ -17,7 +17,8 @@ from ._common import EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK, err, out, report_er
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("guard", metavar="GUARD_CMD", help="the guard's command line, e.g. \"node guard.js\"")
     p.add_argument("paths", nargs="*", default=["traces"], metavar="PATHS",
-                   help="trace files or folders (default: traces)")
+                   help="trace files or folders, or a corpus (its manifest, archive or installed name; its traces: "
+                        "docs/corpora.md) (default: traces)")
     p.add_argument("--against", default="expectations", metavar="PRESET|expectations",
                    help="compare with a preset's verdicts, or with each trace's expectations (the default)")
     p.add_argument("--reasons", action="store_true", help="compare reason codes too (a port that reuses ours)")
@@ -44,7 +45,10 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     if args.against != EXPECTATIONS:
         resolve_policy(args.against)  # a bad preset fails before any guard starts
-    traces, errors = validate_traces(args.paths)
+    from ._corpus_refs import corpora_in
+
+    paths, _ = corpora_in(args.paths)  # a corpus (manifest, archive, installed name) conforms with its traces
+    traces, errors = validate_traces([str(p) for p in paths])
     report_errors(errors)
     agree = differ = broken = simulated = 0
     for trace in traces:

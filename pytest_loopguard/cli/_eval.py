@@ -14,8 +14,9 @@ from ._common import EXIT_BAD_INPUT, EXIT_OK, error
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATHS",
-                   help="traces, agent logs (imported) or a tarball of logs with a resolved.json; "
-                        "none: the files the --labels name")
+                   help="traces, agent logs (imported), a tarball of logs with a resolved.json, or a corpus (its "
+                        "manifest, archive or installed name; scored with its labels); none: the files the --labels "
+                        "name")
     p.add_argument("--labels", metavar="FILE", help="loop labels (the format of corpus/real/labels.yaml)")
     p.add_argument("--policy", action="append", metavar="P", help="a preset or policy file; repeatable")
     p.add_argument("--json", action="store_true", help="print every figure and every run's score as JSON")
@@ -40,11 +41,16 @@ def run(args: argparse.Namespace) -> int:
     if not args.paths and not args.labels:
         error("eval: name the runs to score (PATHS), or a labels file (--labels) to score the runs it names")
         return EXIT_BAD_INPUT
-    labels = load_labels(args.labels) if args.labels else None
     paths = args.paths
+    labels_path: str | None = args.labels
+    if paths:  # a corpus named here runs its traces and logs, scored with its labels unless --labels says
+        from ._corpus_refs import eval_paths
+
+        paths, labels_path = eval_paths(paths, labels_path)
+    labels = load_labels(labels_path) if labels_path else None
     if not paths and labels is not None:  # the labels say which runs: each file they name, once, in their order
         paths = list(dict.fromkeys(labels.base / label.file for label in labels.runs))
-    runs: list[ScoredRun] = load_runs(paths, skip=[args.labels] if args.labels else [])
+    runs: list[ScoredRun] = load_runs(paths, skip=[labels_path] if labels_path else [])
     labelled = match_labels(labels, runs) if labels is not None else {}
     if sweep is not None:
         document: dict[str, Any] = {}

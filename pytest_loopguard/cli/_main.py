@@ -13,11 +13,13 @@
     loopguard bench [--events N] [--repeat R] [--stream N] [--corpus N] [--json]   speed, side by side
     loopguard eval PATHS [--labels F] [--policy P...]      score policies on labelled real runs (docs/eval.md)
     loopguard scan [PATHS...] [--since D] [--agent A]      the agents' session logs here and their loops (docs/scan.md)
+    loopguard corpus init|pack|verify|info|unpack|list     corpus packages (docs/corpora.md)
 
-Each subcommand is one module, `cli/_NAME.py`, with one interface (`CommandModule`): `add_arguments(parser)`
-and `run(args) -> int`. `COMMANDS` names them, with the line `--help` shows for each. A command's module is
-imported only when the command is named, and it imports only what defining its arguments needs (its `run`
-imports the rest): `loopguard --help` loads no command, `loopguard run` no other command.
+Each subcommand is one module, `cli/_NAME.py` (or the module its `Command` names), with one interface
+(`CommandModule`): `add_arguments(parser)` and `run(args) -> int`. `COMMANDS` names them, with the line
+`--help` shows for each. A command's module is imported only when the command is named, and it imports only
+what defining its arguments needs (its `run` imports the rest): `loopguard --help` loads no command,
+`loopguard run` no other command.
 
 Bad input (a malformed trace, an unknown preset) is reported in one line per bad file without a traceback;
 the other files still run. Exit status: 0 ok, 1 an expectation failed, 2 some input was bad (this wins over
@@ -50,14 +52,16 @@ class CommandModule(Protocol):
 
 
 class Command(NamedTuple):
-    """A `loopguard` subcommand: its name, the line `loopguard --help` shows for it (also its description)."""
+    """A `loopguard` subcommand: its name, the line `loopguard --help` shows for it (also its description), and
+    its module's name when that is not `_NAME` (`corpus`: `_corpus` is the corpus runner `run` uses)."""
 
     name: str
     help: str
+    module_name: str = ""
 
     def module(self) -> CommandModule:
-        """`cli/_NAME.py`, imported on first use."""
-        return cast(CommandModule, import_module(f"{__package__}._{self.name}"))
+        """`cli/_NAME.py` (or `module_name`), imported on first use."""
+        return cast(CommandModule, import_module(f"{__package__}.{self.module_name or '_' + self.name}"))
 
 
 # in the order `loopguard --help` lists them
@@ -76,12 +80,15 @@ COMMANDS: Final = (
     Command("scan", "find the coding agents' session logs on this machine and the loops in them"),
     Command("serve", "the Guard behind the guard protocol on stdin/stdout, for agents in any language"),
     Command("conform", "replay traces through an external guard and compare its verdicts step by step"),
+    Command("corpus", "corpus packages: init, pack, verify, info, unpack, list (a named, checksummed set of runs)",
+            "_corpora"),
 )
 
 if TYPE_CHECKING:  # mypy checks that every command's module has the interface; nothing is imported here
     from . import (
         _bench,
         _conform,
+        _corpora,
         _diff,
         _eval,
         _import,
@@ -98,7 +105,7 @@ if TYPE_CHECKING:  # mypy checks that every command's module has the interface; 
 
     _MODULES: tuple[CommandModule, ...] = (
         _run, _replay, _validate, _presets, _matrix, _simulate, _diff, _schema, _import, _bench, _eval, _scan,
-        _serve, _conform,
+        _serve, _conform, _corpora,
     )
     _SubParsersAction = argparse._SubParsersAction[argparse.ArgumentParser]
 else:

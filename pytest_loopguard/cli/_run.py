@@ -41,7 +41,8 @@ def _jobs_type(text: str) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATHS",
-                   help="files or folders (default: the loopguard_paths ini option, as pytest reads it; else traces)")
+                   help="files, folders or corpora (a corpus's manifest, archive or installed name: docs/corpora.md); "
+                        "default: the loopguard_paths ini option, as pytest reads it; else traces")
     p.add_argument("--policy", type=policy_type,
                    help="replay every trace under this preset, policy file or inline {mapping} instead of its own")
     p.add_argument("--json", action="store_true", help="print a JSON list, one entry per trace")
@@ -64,11 +65,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _replay_corpus(args: argparse.Namespace) -> int:
+    import itertools
     from pathlib import Path
 
     from ..report._console import progress
     from ..report._tables import json_entry, mismatch_table, summary_table
     from ._corpus import run_paths
+    from ._corpus_refs import corpora_in, log_items
 
     policy = policy_arg(args.policy)
     results: list[tuple[ReplayResult, list[Mismatch]]] = []
@@ -81,12 +84,16 @@ def _replay_corpus(args: argparse.Namespace) -> int:
 
         paths = trace_paths(Path.cwd())
     timelines = bool(args.coverage or args.report)  # coverage and reports read every step's verdicts
+    # a corpus (its manifest, archive or installed name) runs its traces as named files, then its agent logs
+    unresolved: list[LoopguardError] = []  # reported as bad input while the other paths run
+    paths, corpora = corpora_in(paths, errors=unresolved)
     if args.jobs > 1:  # the same items in the same order from several processes (run_jobs)
         from ._jobs import run_jobs
 
         items = run_jobs(paths, policy, args.policy, args.jobs, skipped=skipped, stream=not timelines)
     else:
         items = run_paths(paths, policy, skipped=skipped, stream=not timelines)
+    items = itertools.chain(unresolved, items, log_items(corpora, policy))
     with trace_warnings():  # each file is replayed as it is read (JSONL streamed): memory stays flat
         for item in progress(items, "replaying"):
             if isinstance(item, LoopguardError):

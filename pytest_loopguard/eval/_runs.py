@@ -20,7 +20,7 @@ from ..core._safeload import one_line, parse_foreign_json, regular_fd, tar_membe
 from ..errors import TraceError
 from ..importers import Source, import_traces, tar_traces
 from ..importers.base import LOG_SUFFIXES
-from ..io._format import load_file
+from ..io._format import CORPUS_MANIFEST, load_file
 
 __all__ = ["CALL_KINDS", "RUN_SUFFIXES", "ScoredRun", "call_count", "load_runs"]
 
@@ -67,7 +67,7 @@ def _files(paths: Iterable[str | Path], skip: set[Path]) -> Iterator[Path]:
             raise TraceError("no such file or folder", file=str(p))
         if p.is_dir():
             yield from sorted(f for f in p.rglob("*") if f.is_file() and f.resolve() not in skip
-                              and (f.name.endswith(RUN_SUFFIXES) or _is_tar(f)))
+                              and f.name != CORPUS_MANIFEST and (f.name.endswith(RUN_SUFFIXES) or _is_tar(f)))
         else:
             yield p
 

@@ -37,6 +37,7 @@ from ._spec import (
 __all__ = [
     "BUDGET_KEYS",
     "CONTEXT_KEYS",
+    "CORPUS_MANIFEST",
     "NAME_FORBIDDEN",
     "ORIGIN_ROLES",
     "STEP_ACTIONS",
@@ -232,13 +233,19 @@ def load(path: str | Path) -> Trace:
     return traces[0]
 
 
+# a corpus's manifest (docs/corpora.md) lives among its traces and is none: folder walks pass over it
+CORPUS_MANIFEST: Final = "loopguard-corpus.yaml"
+
+
 def iter_trace_files(paths: Iterable[str | Path]) -> Iterator[Path]:
-    """Trace files under each path (files are taken as given; folders are searched recursively, sorted)."""
+    """Trace files under each path (files are taken as given; folders are searched recursively, sorted, without
+    a corpus manifest)."""
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
             # not only regular files: a FIFO or a link to a device named like a trace is reported, not skipped
-            yield from sorted(f for f in p.rglob("*") if f.suffix.lower() in SUFFIXES and not f.is_dir())
+            yield from sorted(f for f in p.rglob("*")
+                              if f.suffix.lower() in SUFFIXES and not f.is_dir() and f.name != CORPUS_MANIFEST)
         else:
             yield p
 

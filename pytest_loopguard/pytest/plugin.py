@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import pytest
 
 from ..errors import LoopguardError, LoopguardWarning, NotATraceError, PolicyError, TraceError
+from . import _corpus as corpus_option
 from . import _fixtures as fixtures
 from . import _record as record
 from . import _sim_fixtures as sim_fixtures
@@ -77,6 +78,7 @@ class PytestSessionState:
     unchecked: list[str] = dataclasses.field(default_factory=list)
     update_errors: list[str] = dataclasses.field(default_factory=list)
     not_traces: list[str] = dataclasses.field(default_factory=list)
+    corpus_logs: dict[str, str] = dataclasses.field(default_factory=dict)  # --loopguard-corpus: log -> importer
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         longrepr = report.longrepr
@@ -191,6 +193,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="rewrite the expectations of mismatching (or unannotated) traces to the observed verdicts",
     )
     record.add_options(group, parser)
+    group.addoption("--loopguard-corpus", dest="loopguard_corpus", action="append", default=[], metavar="NAME|PATH",
+                    help="run a shared corpus (installed name, folder, manifest or archive); repeatable")
     parser.addini(
         "loopguard_paths",
         type="linelist",
@@ -238,6 +242,10 @@ def pytest_configure(config: pytest.Config) -> None:
         except ValueError as exc:
             raise pytest.UsageError(f"--loopguard-report: {exc}") from None
     roots = tuple((config.rootpath / p).resolve() for p in config.getini("loopguard_paths"))
+    corpus_logs: dict[str, str] = {}
+    if corpora := config.getoption("loopguard_corpus", None):
+        folders, corpus_logs = corpus_option.add_corpora(config, corpora, update)
+        roots += folders
     state = PytestSessionState(
         policy=policy,
         matrix=matrix,
@@ -247,6 +255,7 @@ def pytest_configure(config: pytest.Config) -> None:
         worker=hasattr(config, "workerinput"),
         coverage=bool(config.getoption("loopguard_coverage", False)),
         meta={"command": "pytest", "policy": policy, "matrix": list(matrix), "rootdir": str(config.rootpath)},
+        corpus_logs=corpus_logs,
     )
     config.stash[session_key] = state
     config.pluginmanager.register(state, "loopguard-session")
@@ -291,11 +300,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> TraceFile | None:
-    from ..io._format import SUFFIXES
+    from ..io._format import CORPUS_MANIFEST, SUFFIXES
 
-    if file_path.suffix.lower() not in SUFFIXES:
-        return None
     state = parent.config.stash[session_key]
+    if (file_path.suffix.lower() not in SUFFIXES and str(file_path) not in state.corpus_logs) or (
+            file_path.name == CORPUS_MANIFEST):
+        return None
     # A trace file named on the command line is collected wherever it lives.
     if not any(file_path.is_relative_to(root) for root in state.trace_roots) and not parent.session.isinitpath(
         file_path
@@ -331,7 +341,7 @@ class TraceFile(pytest.File):
     def collect(self) -> Iterator[TraceItem]:
         from ..io._headers import TraceHeader, read_headers
 
-        headers = read_headers(self.path)
+        headers = None if str(self.path) in self.config.stash[session_key].corpus_logs else read_headers(self.path)
         if headers is None:
             traces = self._load_now()
             lines = _document_lines(self.path) if len(traces) > 1 else {}
@@ -375,8 +385,9 @@ class TraceFile(pytest.File):
                 warnings.simplefilter("ignore", LoopguardWarning)
                 from ..io._runner import load_runnable
 
+                log = self.config.stash[session_key].corpus_logs.get(str(self.path))  # a corpus's agent log
                 try:
-                    self._loaded = load_runnable(self.path)
+                    self._loaded = load_runnable(self.path) if log is None else corpus_option.import_log(self.path, log)
                 except TraceError as exc:
                     self._loaded = exc
         if isinstance(self._loaded, TraceError):

@@ -17,7 +17,14 @@ from pytest_loopguard.cli import _main as cli
 ROOT = Path(__file__).resolve().parents[2]
 CLI = Path(cli.__file__).parent
 COMMAND_NAMES = ["run", "replay", "validate", "presets", "matrix", "simulate", "diff", "schema", "import", "bench",
-                 "eval", "scan", "serve", "conform"]
+                 "eval", "scan", "serve", "conform", "corpus"]
+
+
+def module_of(name: str) -> str:
+    """A command's module: `cli/_NAME.py`, or the one its `Command` names (`corpus`: `_corpus` is run's runner)."""
+    command = next(c for c in cli.COMMANDS if c.name == name)
+    return f"pytest_loopguard.cli.{command.module_name or '_' + name}"
+
 
 # What each command alone needs: loaded when it runs (see test_each_command_loads_its_own_modules_when_it_runs),
 # never by another command's start-up.
@@ -32,6 +39,7 @@ OWN = {
              "tabulate"),
     "scan": ("pytest_loopguard.cli._scan_run", "pytest_loopguard.scan._loops", "pytest_loopguard.scan._discover"),
     "conform": ("pytest_loopguard.io._conform", "pytest_loopguard.engines._pipe"),
+    "corpus": ("pytest_loopguard.corpora",),
 }
 
 # what a plain `loopguard run` does without: tables of plain cells are rendered without tabulate, the live
@@ -65,9 +73,9 @@ def tiny_trace(folder: Path) -> Path:
 
 def test_every_command_module_is_on_the_parser_once_in_the_help_order() -> None:
     assert [c.name for c in cli.COMMANDS] == COMMAND_NAMES
-    modules = sorted(p.stem[1:] for p in CLI.glob("_*.py")
+    modules = sorted(f"pytest_loopguard.cli.{p.stem}" for p in CLI.glob("_*.py")
                      if {"\ndef add_arguments(", "\ndef run("} <= set(re.findall(r"\ndef \w+\(", p.read_text("utf-8"))))
-    assert modules == sorted(COMMAND_NAMES)  # a new command module that is not in COMMANDS fails here
+    assert modules == sorted(module_of(n) for n in COMMAND_NAMES)  # a command module not in COMMANDS fails here
     for command in cli.COMMANDS:
         module = command.module()
         assert callable(module.add_arguments) and callable(module.run), command.name
@@ -90,7 +98,7 @@ def test_a_commands_help_loads_its_module_and_no_implementation(name: str) -> No
     ours = {m for m in loaded if m.startswith("pytest_loopguard")}
     if name == "import":  # its help lists the formats, each importer's description read from the importer itself
         ours = {m for m in ours if not m.startswith(HELP_READS[name])}
-    assert ours == {*PARSER, f"pytest_loopguard.cli._{name}"}
+    assert ours == {*PARSER, module_of(name)}
     # importers read YAML and entry points: `import --help` pays for its list (~0.1 s), no other help does
     heavy = [m for m in HEAVY_LIBRARIES if m in loaded]
     assert heavy == [] or name in HELP_READS, heavy
@@ -117,7 +125,7 @@ def test_each_commands_help_is_its_own(command: cli.Command, capsys: pytest.Capt
 
 def not_for(name: str) -> tuple[str, ...]:
     """The other commands' modules, and what only they need."""
-    return (*(f"pytest_loopguard.cli._{other}" for other in COMMAND_NAMES if other != name),
+    return (*(module_of(other) for other in COMMAND_NAMES if other != name),
             *(m for other, modules in OWN.items() if other != name for m in modules if m != "tabulate"))
 
 
@@ -125,7 +133,7 @@ def not_for(name: str) -> tuple[str, ...]:
 def test_a_command_loads_no_other_commands_modules(name: str, tmp_path: Path) -> None:
     loaded = loaded_after([name, str(tiny_trace(tmp_path))])
     assert [m for m in not_for(name) if m in loaded] == []
-    assert f"pytest_loopguard.cli._{name}" in loaded  # the check can see a module that does load
+    assert module_of(name) in loaded  # the check can see a module that does load
 
 
 def test_a_plain_run_loads_neither_tabulate_nor_the_live_session_nor_the_pool(tmp_path: Path) -> None:

@@ -39,6 +39,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # the Guard inside agent frameworks: each module drives a live Session from its framework's hook points
     ("integrations", ("pytest_loopguard.integrations",)),
     ("eval", ("pytest_loopguard.eval",)),
+    # corpus packages: manifests, checksums, archives, discovery; they load traces (io), import logs, look for
+    # unredacted secrets with live's rules and check labels with eval's
+    ("corpora", ("pytest_loopguard.corpora",)),
     ("report", ("pytest_loopguard.report",)),
     # `loopguard scan`'s finding, import-in-memory, replay and loop grouping (its report renders with report's
     # tables)

@@ -194,6 +194,13 @@ SUBPACKAGES: dict[str, dict[str, str]] = {
         "_runs": "ScoredRun load_runs",
         "_score": "LoopScore PolicyScore RunScore match_labels score_policy",
     },
+    "corpora": {
+        "_archive": "pack_corpus unpack_corpus verify_corpus",
+        "_corpus": "Corpus CorpusRun open_corpus",
+        "_discover": "ENTRY_POINT_GROUP installed_corpora resolve_corpus",
+        "_init": "init_corpus",
+        "_manifest": "MANIFEST_NAME CorpusError Manifest load_manifest",
+    },
     "report": {
         "_console": "emit fit_table fit_widths progress terminal_width",
         "_document": "REPORT_SCHEMA report_document report_entry",

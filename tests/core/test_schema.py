@@ -20,7 +20,8 @@ from pytest_loopguard.io._schema import trace_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / ".." / "shared" / "corpus" / "real"
-TRACE_FILES = sorted(p for p in (ROOT / "traces").rglob("*") if p.suffix in (".yaml", ".yml", ".json", ".jsonl"))
+TRACE_FILES = sorted(p for p in (ROOT / "traces").rglob("*") if p.suffix in (".yaml", ".yml", ".json", ".jsonl")
+                     and p.name != "loopguard-corpus.yaml")  # the corpus manifest of traces/ is no trace
 
 
 def documents(path: Path) -> list[Any]:

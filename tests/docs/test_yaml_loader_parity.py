@@ -44,7 +44,7 @@ def test_bundled_yaml_file_loads_alike(path: Path, monkeypatch: pytest.MonkeyPat
     fast, pure = (_load(text, loader) for loader in LOADERS.values())
     assert pure == fast, f"{path.relative_to(ROOT)}: the pure-Python loader reads it differently: {pure!r}"
     assert not isinstance(fast, str), f"{path.relative_to(ROOT)}: {fast}"
-    if path.is_relative_to(ROOT / "traces"):
+    if path.is_relative_to(ROOT / "traces") and path.name != "loopguard-corpus.yaml":  # a trace, not the manifest
         assert _traces(text, yaml.SafeLoader, monkeypatch) == _traces(text, LOADERS["libyaml"], monkeypatch)
 
 

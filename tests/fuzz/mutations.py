@@ -59,6 +59,8 @@ def bases() -> list[tuple[str, Any]]:
     """(name, parsed document) of every bundled trace and scenario."""
     out = []
     for path in sorted((REPO / "traces").rglob("*.yaml")):
+        if path.name == "loopguard-corpus.yaml":  # traces/ is a corpus package: its manifest is no trace
+            continue
         for doc in yaml.load_all(path.read_text(encoding="utf-8"), Loader=_Loader):
             if isinstance(doc, dict):
                 out.append((str(path.relative_to(REPO)), doc))

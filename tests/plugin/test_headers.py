@@ -21,7 +21,9 @@ SHARED = REPO.parent / "shared"
 
 
 def _files(root: Path) -> list[Path]:
-    return sorted(f for f in root.rglob("*") if f.suffix.lower() in SUFFIXES and f.is_file())
+    # a corpus manifest (traces/loopguard-corpus.yaml) is no trace: folder walks pass over it
+    return sorted(f for f in root.rglob("*") if f.suffix.lower() in SUFFIXES and f.is_file()
+                  and f.name != "loopguard-corpus.yaml")
 
 
 def _load(path: Path) -> list[tuple[str, tuple[str, ...]]] | TraceError:
