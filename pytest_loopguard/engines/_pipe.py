@@ -173,19 +173,22 @@ class GuardProcess:
     def _parse(self, line: bytes, where: str) -> Any:
         if self._buffer and where == "hello":  # a banner, then the reply to hello
             raise self._error(where, _BEFORE_HELLO + _brief(line))
-        if self._buffer:
-            raise self._error(where, f"wrote more than one line in reply: {_brief(bytes(self._buffer))}")
         try:
             reply = json.loads(line)
         except (ValueError, RecursionError):
             if where == "hello":
                 raise self._error(where, _BEFORE_HELLO + _brief(line)) from None
+            if self._buffer:
+                raise self._error(where, f"wrote more than one line in reply: {_brief(bytes(self._buffer))}") from None
             raise self._error(where, f"replied with a line that is not JSON: {_brief(line)}") from None
+        # a reply that names another request says most about what went wrong: checked before extra output
         if type(reply) is dict and "seq" in reply:
             if reply["seq"] != self._seq:
                 raise self._error(where, f"replied to request {_brief(reply['seq'])}, not to this one "
                                          f"({self._seq}): a reply came late or twice")
             del reply["seq"]
+        if self._buffer:
+            raise self._error(where, f"wrote more than one line in reply: {_brief(bytes(self._buffer))}")
         return reply
 
     def _drain_stray(self, where: str) -> None:
