@@ -204,7 +204,13 @@ def _worker(conn: Connection, slot: int, current: Any, setup: _Setup) -> None:
 
 
 def _terminated(signum: int, frame: Any) -> None:
-    raise SystemExit(128 + signum)  # unwinds: a guard process it waits for is killed, the others ended above
+    """Terminated (the parent's Ctrl-C or error): the guard processes this worker started are killed, then it
+    exits at once. Raising SystemExit here instead would unwind through multiprocessing's bootstrap, which
+    prints "Process NAME:" when the signal lands outside the worker's own code."""
+    pipe = sys.modules.get("pytest_loopguard.engines._pipe")
+    if pipe is not None:
+        pipe.kill_all()
+    os._exit(128 + signum)
 
 
 def _work(conn: Connection, slot: int, current: Any, setup: _Setup) -> None:

@@ -24,7 +24,7 @@ from typing import Any, Final
 from ..core._wire import PROTOCOL_VERSION
 from ..errors import GuardProcessError
 
-__all__ = ["REQUESTS", "GuardProcess", "lease", "release", "shutdown_all"]
+__all__ = ["REQUESTS", "GuardProcess", "kill_all", "lease", "release", "shutdown_all"]
 
 MAX_REPLY_BYTES: Final = 16 * 1024 * 1024  # one reply line; a longer one is a guard gone wrong
 # the reply to hello comes after the guard's start (an interpreter, `npx` fetching a package, a loaded CI
@@ -298,6 +298,12 @@ def release(proc: GuardProcess, key: tuple[Any, ...]) -> None:
     if proc.alive:
         _POOL_FREE[proc] = key
     else:
+        proc.kill()
+
+
+def kill_all() -> None:
+    """Kill every guard process this process started, at once (a worker terminated by its parent)."""
+    for proc in list(_LIVE):
         proc.kill()
 
 
