@@ -46,6 +46,7 @@ class _ScriptedCalls(Model):
         return response
 
     def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
+        # the SDK's Model interface requires it; the bench calls Runner.run, which never streams
         raise NotImplementedError("the bench runs without streaming")
 
 
