@@ -9,22 +9,42 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from claude_agent_sdk import ClaudeAgentOptions, query
+from claude_agent_sdk import ClaudeAgentOptions, HookMatcher, query
 
 from ..live._session import Session
 from ._messages_api import MessagesAPI, text, tool_use
 from .claude_agent_sdk import loopguard_hooks
 
-__all__ = ["overhead_run"]
+__all__ = ["BASELINES", "overhead_run"]
+
+
+async def _nothing(hook_input: Any, tool_use_id: str | None, context: Any) -> Any:
+    return {}
+
+
+def hooks_that_do_nothing(calls: int) -> None:
+    """The same run with hooks on the same events that answer at once: what Claude Code's hook machinery costs
+    by itself, which any hook pays (the guarded run's cost beyond it is the Guard's)."""
+    events = ("UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop")
+    _run(calls, {event: [HookMatcher(hooks=[_nothing])] for event in events}, None)
+
+
+# further runs the bench times in turns with the two above, each shown beside the row (`noop_hooks_us`)
+BASELINES: dict[str, Callable[[int], None]] = {"noop_hooks": hooks_that_do_nothing}
 
 
 def overhead_run(calls: int, guarded: bool) -> None:
     """One run of Claude Code reading `calls` distinct files (no verdict interrupts it); `guarded` adds the
     Loopguard hooks over a `default` session (virtual clock, no recording)."""
+    session = Session("default", now_ms=None) if guarded else None
+    _run(calls, loopguard_hooks(session) if session is not None else None, session)
 
+
+def _run(calls: int, hooks: Any, session: Session | None) -> None:
     def script(n: int, request: Any) -> list[dict[str, Any]]:
         return [tool_use("Read", file_path=f"src/m{n}.py")] if n < calls else text("done")
 
@@ -34,12 +54,11 @@ def overhead_run(calls: int, guarded: bool) -> None:
         (root / "home").mkdir()
         for n in range(calls):
             (root / "src" / f"m{n}.py").write_text(f"# module {n}\nx = {n}\n")
-        session = Session("default", now_ms=None) if guarded else None
         api = MessagesAPI(script)
         with api:
             options = ClaudeAgentOptions(env=api.env(home=str(root / "home")), cwd=str(root), allowed_tools=["Read"],
                                          setting_sources=[], max_turns=calls + 2,
-                                         hooks=loopguard_hooks(session) if session is not None else None)
+                                         hooks=hooks)
 
             async def go() -> None:
                 async for _ in query(prompt="Read the sources.", options=options):

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from pytest_loopguard.bench import _suite
 from pytest_loopguard.bench._pytest import bytecode_state
 from pytest_loopguard.bench._rows import SuiteRow
-from pytest_loopguard.bench import _suite
 from pytest_loopguard.bench._suite import bare_loop, reached_prefixes, realistic_calls, suite_table
 from pytest_loopguard.buildinfo import build_name, compiled_modules
 from pytest_loopguard.cli import _main as cli

@@ -38,7 +38,11 @@ def test_every_framework_gets_a_measured_row(monkeypatch: pytest.MonkeyPatch) ->
 @pytest.mark.slow
 def test_the_claude_code_row_runs_the_real_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_integrations, "FRAMEWORKS", REAL_CLI)
-    check(integration_rows(calls=3, repeat=1), REAL_CLI, 3)
+    (row,) = integration_rows(calls=3, repeat=1)
+    check([row], REAL_CLI, 3)
+    # beside it, the same run with hooks that do nothing: what Claude Code's hooks cost by themselves
+    assert row.extra["noop_hooks_us"] > 0
+    assert row.extra["ratio_over_noop_hooks"] == pytest.approx(row.min_us / row.extra["noop_hooks_us"], rel=1e-2)
 
 
 def test_a_framework_that_is_not_installed_is_a_row_naming_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
