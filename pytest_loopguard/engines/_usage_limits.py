@@ -70,8 +70,10 @@ def _call_limit(entry: Any, where: str) -> CallLimit:
             raise SettingError(f"{where}.{key}", f"expected an integer >= 0 or null, got {value!r}"[:300])
         limits.append(value)
     if limits == [None, None]:
-        # LangChain refuses a middleware without limits
+        # LangChain refuses a middleware without limits, and a run limit above the thread limit
         raise SettingError(where, "expected at least one of thread_limit, run_limit")
+    if limits[0] is not None and limits[1] is not None and limits[1] > limits[0]:
+        raise SettingError(f"{where}.run_limit", f"expected at most thread_limit ({limits[0]}), got {limits[1]}")
     exit_behavior = entry.get("exit_behavior", "continue")
     if exit_behavior not in _EXIT_BEHAVIOURS:
         raise SettingError(f"{where}.exit_behavior",
@@ -87,8 +89,13 @@ def call_limits(settings: Any) -> tuple[CallLimit, ...]:
 
 def check_limit_settings(settings: Any) -> None:
     """Raise SettingError naming the first bad value of this module's settings."""
+    tools: set[str | None] = set()
     for i, entry in enumerate(settings.call_limits):
-        _call_limit(entry, f"call_limits[{i}]")
+        tool = _call_limit(entry, f"call_limits[{i}]").tool
+        if tool in tools:
+            # an agent's middleware names must differ, and the name is the tool's (ToolCallLimitMiddleware[T])
+            raise SettingError(f"call_limits[{i}].tool", f"expected one entry per tool, got a 2nd for {tool!r}")
+        tools.add(tool)
 
 
 def limits_on(settings: Any) -> bool:
