@@ -28,8 +28,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, deque
-from collections.abc import Hashable
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 

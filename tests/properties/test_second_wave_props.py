@@ -152,7 +152,8 @@ def test_tool_retries_count_per_tool_across_interleaved_turns(events: list[Event
                                                             "max_steps": None}}
     result = run(policy, steps)
     want = retry_model(events, retries, per_prompt)
-    stops = [i for i, s in enumerate(result.steps) if any(v.reason == "failure_tracker.tool_retries" for v in s.verdicts)]
+    stops = [i for i, s in enumerate(result.steps)
+             if any(v.reason == "failure_tracker.tool_retries" for v in s.verdicts)]
     assert stops == ([] if want is None else [where[want]])
 
 
@@ -227,7 +228,8 @@ def test_call_limits_block_by_run_and_thread_counts(events: list[Event],
             steps.append({"message": {"role": "user", "text": "next"}})
             continue
         steps.append({"llm": {"output_tokens": 5}})
-        steps += [{"tool": name, "args": {"n": j}, "result": {"ok": j % 2 == 0, "text": "r"}} for j, name in enumerate(calls)]
+        steps += [{"tool": name, "args": {"n": j}, "result": {"ok": j % 2 == 0, "text": "r"}}
+                  for j, name in enumerate(calls)]
     policy = {"preset": "langchain-tool-call-limit", "failure_tracker": {"call_limits": [
         {"tool": t, "thread_limit": th, "run_limit": r, "exit_behavior": "continue"} for t, th, r in entries]}}
     result = run(policy, steps)
