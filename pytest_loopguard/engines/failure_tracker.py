@@ -16,6 +16,8 @@ Five independent rules share this engine, each switched on by its settings (PRES
   most frequent one reaches a level;
 - Hermes' guardrails (`guardrails`): per-signature and per-tool failure counts and read-only no-progress
   chains, reset at each user message.
+- the second wave's requeries and usage limits (mini-swe-agent, SWE-agent, Pydantic AI, LangChain): rejected
+  replies, the command blocklist, timeouts, tool retries and call limits, in engines/_second_wave.py.
 
 Opt-in guardrail hard stops, as Hermes places them: `exact_failure_block_at` and `no_progress_block_at`
 block the NEXT call of the signature once its count has reached the threshold (checked before the call;
