@@ -23,7 +23,7 @@ from ..core._model import NOT_REACHED, ReplayResult, Step, StepResult, Trace, Ve
 from ..runtime._protocol import turn_plan
 from ..runtime._replay import Replayer, policy_for
 
-__all__ = ["LoopFinder", "TEXT_LIMIT", "embed_json", "page", "run_data", "view_page"]
+__all__ = ["TEXT_LIMIT", "LoopFinder", "embed_json", "page", "run_data", "view_page", "view_section"]
 
 TEXT_LIMIT: Final = 20_000  # characters of a call's arguments or a result kept in the page; the rest is counted
 IDENTITY_LIMIT: Final = 300
@@ -174,10 +174,11 @@ def _asset(name: str) -> str:
 
 
 def view_section(runs: Sequence[Mapping[str, Any]]) -> str:
-    """The viewer as a fragment of a page: its container, its data, its script (once per page)."""
+    """The viewer as a fragment of a page: its container, its data, its script (once per page). The script is
+    CDATA to an XML reader and a comment line to HTML's, so the page stays well-formed XML."""
     return (f'<div id="lg-view" class="lg-view"></div>\n'
             f'<script type="application/json" id="lg-data">{embed_json({"runs": list(runs)})}</script>\n'
-            f"<script>{_asset('view.js')}</script>\n")
+            f"<script>//<![CDATA[\n{_asset('view.js')}//]]>\n</script>\n")
 
 
 def page(title: str, body: str, extra_css: str = "") -> str:

@@ -33,6 +33,7 @@
   var head = el("div", "lg-head");
   var bar = el("div", "lg-bar");
   var loopsBox = el("div", "lg-loops");
+  var strip = el("div", "lg-strip");
   var listWrap = el("div", "lg-listwrap");
   var list = el("div", "lg-list");
   list.tabIndex = 0;
@@ -46,6 +47,7 @@
   listWrap.appendChild(list);
   main.appendChild(head);
   main.appendChild(bar);
+  main.appendChild(strip);
   main.appendChild(loopsBox);
   main.appendChild(listWrap);
   root.appendChild(side);
@@ -164,7 +166,7 @@
       var box = el("div", "lg-loopset");
       box.appendChild(el("b", null, "loops under " + p.policy + ": "));
       p.loops.forEach(function (lp) {
-        var b = el("button", "lg-loop lg-" + lp.action);
+        var b = el("button", "lg-loop lg-l-" + lp.action);
         b.type = "button";
         b.textContent = "steps " + lp.first + "–" + lp.last + ": " + lp.what + " — " + lp.calls + " calls, " +
           lp.tokens.toLocaleString("en") + " tokens (" + lp.reasons.join(", ") + ")" + (lp.stopped ? " · stopped" : "");
@@ -172,6 +174,49 @@
         box.appendChild(b);
       });
       loopsBox.appendChild(box);
+    });
+  }
+
+  // ---- the timeline: one column per step and a row per policy, loops as bars under it -------------------------
+  var COLOURS = {allow: "#cfe8d5", warn: "#f9c80e", compact: "#8ab4f8", block: "#f08a24", retry: "#8ab4f8",
+    compact_retry: "#1a73e8", stop: "#d93025", fail: "#5f0000", not_reached: "#eceff1"};
+  function drawStrip() {
+    var r = run();
+    strip.textContent = "";
+    var n = r.steps.length;
+    if (!n) { return; }
+    ui.shown.forEach(function (k) {
+      var p = r.policies[k];
+      var line = el("div", "lg-stripline");
+      line.appendChild(el("span", "lg-stripname", p.policy));
+      var canvas = el("canvas", "lg-timeline");
+      canvas.dataset.policy = p.policy;
+      var width = Math.max(Math.min(strip.clientWidth - 130, 2000), 200);
+      canvas.width = width;
+      canvas.height = 26;
+      var g = canvas.getContext("2d");
+      var per = width / n;
+      for (var i = 0; i < n; i++) {  // interventions drawn last, and at least a pixel wide, so none vanishes
+        g.fillStyle = COLOURS[p.actions[i]] || "#999";
+        g.fillRect(Math.floor(i * per), 0, Math.max(Math.ceil(per), 1), 16);
+      }
+      for (var j = 0; j < n; j++) {
+        var a = p.actions[j];
+        if (a !== "allow" && a !== "not_reached") { g.fillStyle = COLOURS[a] || "#999"; g.fillRect(Math.floor(j * per), 0, Math.max(per, 2), 16); }
+        if (ui.differSet[j]) { g.fillStyle = "#b06000"; g.fillRect(Math.floor(j * per), 0, Math.max(per, 2), 3); }
+      }
+      p.loops.forEach(function (lp) {
+        g.fillStyle = COLOURS[lp.action] || "#999";
+        g.fillRect(Math.floor(lp.first * per), 19, Math.max(Math.ceil((lp.last - lp.first + 1) * per), 2), 6);
+      });
+      canvas.addEventListener("click", function (ev) {
+        var box = canvas.getBoundingClientRect();
+        var i = Math.min(n - 1, Math.max(0, Math.floor((ev.clientX - box.left) / box.width * n)));
+        select(i, true);
+      });
+      canvas.title = p.policy + ": " + n + " steps; click to open a step";
+      line.appendChild(canvas);
+      strip.appendChild(line);
     });
   }
 
@@ -212,6 +257,7 @@
     counter.textContent = ui.visible.length + " of " + r.steps.length + " steps";
     spacer.style.height = (ui.visible.length * ROW) + "px";
     drawHead();
+    drawStrip();
     drawLoops();
     drawRows();
   }
@@ -231,17 +277,17 @@
       row.dataset.index = String(i);
       row.appendChild(el("span", "lg-i", i));
       row.appendChild(el("span", "lg-mark", ui.differSet[i] ? "≠" : ""));
+      row.appendChild(el("span", "lg-label", s.label));
       ui.shown.forEach(function (k) {
         var p = r.policies[k];
         var cell = el("span", "lg-cell");
         var lp = loopAt(p, i);
-        cell.appendChild(el("span", "lg-loopbar" + (lp ? " lg-" + lp.action : ""), ""));
+        cell.appendChild(el("span", "lg-loopbar" + (lp ? " lg-l-" + lp.action : ""), ""));
         cell.appendChild(badge(p.actions[i]));
         var v = deciding(p, i);
         cell.appendChild(el("span", "lg-reason", v ? v.reason : ""));
         row.appendChild(cell);
       });
-      row.appendChild(el("span", "lg-label", s.label));
       row.addEventListener("click", onRowClick);
       rows.appendChild(row);
     }
@@ -294,7 +340,7 @@
     if (ui.selected === null) { detail.appendChild(el("p", "lg-hint", "Click a step (or press Enter) to read it.")); return; }
     var s = r.steps[ui.selected];
     detail.dataset.index = String(ui.selected);
-    detail.appendChild(el("h3", null, "step " + s.index + " · " + s.kind + (s.tool ? " · " + s.tool : "")));
+    detail.appendChild(el("h3", null, "step " + s.index + (s.kind ? " · " + s.kind : "") + (s.tool ? " · " + s.tool : "")));
     var dl = el("dl", "lg-fields");
     field(dl, "call", s.tool);
     if (s.args !== undefined) {
