@@ -1,11 +1,15 @@
 """Reading the step viewer's page (`loopguard view`, the HTML reports) the way a test needs it: the page parsed as
-XML (so a broken tag fails), its one JSON data block, and each run's actions per policy."""
+XML (so a broken tag fails), its one JSON data block, and each run's actions per policy; and a trace whose text
+tries to end the page's script blocks."""
 
 from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
+
+from files import write
 
 
 def page_data(page: str) -> dict[str, Any]:
@@ -25,3 +29,14 @@ def marks(page: str) -> dict[tuple[str, str], list[tuple[int, str]]]:
             out[(run["name"], policy["policy"])] = [
                 (step["index"], action) for step, action in zip(run["steps"], policy["actions"], strict=True)]
     return out
+
+
+HOSTILE = "</script><script>window.pwned = 1</script><!-- & \u2028 \u2029 </SCRIPT >"
+
+
+def hostile_trace(folder: Path) -> Path:
+    text = json.dumps(HOSTILE)
+    return write(folder, "hostile.yaml", (
+        "loopguard: 1\nname: hostile\nsteps:\n"
+        f"  - tool: read_file\n    args: {{path: {text}}}\n    result: {{ok: true, text: {text}}}\n"
+        f"  - message: {{role: user, text: {text}}}\n"))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 ELEMENT = "element-6066-11e4-a52e-4f735466cecf"  # the key W3C WebDriver names an element by
-KEYS = {"Enter": "\ue007", "ArrowDown": "\ue015", "ArrowUp": "\ue013"}
+KEYS = {"Enter": "\ue007", "End": "\ue010", "ArrowDown": "\ue015", "ArrowUp": "\ue013"}
 CHROMIUM = "/usr/bin/chromium"
 
 

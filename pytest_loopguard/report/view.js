@@ -163,8 +163,12 @@
     ui.shown.forEach(function (k) {
       var p = r.policies[k];
       if (!p.loops.length) { return; }
-      var box = el("div", "lg-loopset");
-      box.appendChild(el("b", null, "loops under " + p.policy + ": "));
+      var box = el("details", "lg-loopset");
+      box.open = p.loops.length <= 5;  // many loops: their count first, the list a click away
+      var calls = 0, tokens = 0;
+      p.loops.forEach(function (lp) { calls += lp.calls; tokens += lp.tokens; });
+      box.appendChild(el("summary", null, p.loops.length + (p.loops.length === 1 ? " loop" : " loops") + " under " +
+        p.policy + ": " + calls + " calls, " + tokens.toLocaleString("en") + " tokens"));
       p.loops.forEach(function (lp) {
         var b = el("button", "lg-loop lg-l-" + lp.action);
         b.type = "button";
@@ -260,6 +264,7 @@
     drawStrip();
     drawLoops();
     drawRows();
+    drawDetail();
   }
 
   function drawRows() {

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from files import write
+from viewpage import HOSTILE, hostile_trace, page_data
+
 from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.io._format import load_file
-from viewpage import page_data
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACES = ROOT / "traces"
@@ -133,17 +133,6 @@ def test_loops_are_spans_with_their_calls_and_tokens(tmp_path: Path, capsys: pyt
         first_call = max((s["index"] for s in run["steps"][: lp["first"]] if s["kind"] in ("tool", "rejected")),
                          default=-1)
         assert lp["tokens"] == sum(s.get("tokens", 0) for s in run["steps"][first_call + 1: lp["last"] + 1])
-
-
-HOSTILE = "</script><script>window.pwned = 1</script><!-- & \u2028 \u2029 </SCRIPT >"
-
-
-def hostile_trace(folder: Path) -> Path:
-    text = json.dumps(HOSTILE)
-    return write(folder, "hostile.yaml", (
-        "loopguard: 1\nname: hostile\nsteps:\n"
-        f"  - tool: read_file\n    args: {{path: {text}}}\n    result: {{ok: true, text: {text}}}\n"
-        f"  - message: {{role: user, text: {text}}}\n"))
 
 
 def test_text_that_ends_a_script_block_stays_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
