@@ -75,7 +75,7 @@ def _view_run(key: tuple[str, str], entries: Sequence[Mapping[str, Any]]) -> dic
     """One trace's run in the viewer, from its report entries (one per policy): labels, actions, verdicts."""
     file, trace = key
     steps = entries[0].get("steps", [])
-    policies = []
+    policies: list[dict[str, Any]] = []
     for e in entries:
         rows = e.get("steps", [])
         policies.append({

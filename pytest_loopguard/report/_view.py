@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from ..core._expect import check
 from ..core._model import NOT_REACHED, ReplayResult, Step, StepResult, Trace, Verdict, plain
+from ..engines.base import Engine
 from ..runtime._protocol import turn_plan
 from ..runtime._replay import Replayer, policy_for
 
@@ -104,7 +105,8 @@ def _engine_states(trace: Trace, result: ReplayResult, policy: Any) -> dict[str,
         mine = replayer.step(step, plan.get(step.index))
         if mine.verdicts != got.verdicts:
             return {}
-        state = {name: _plain_state(s) for name, engine in engines.items() if (s := engine.state(step.call))}
+        state = {name: _plain_state(s) for name, engine in engines.items()
+                 if isinstance(engine, Engine) and (s := engine.state(step.call))}
         if state:
             states[str(step.index)] = state
     return states
