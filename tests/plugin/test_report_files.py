@@ -156,3 +156,17 @@ def test_metadata_cells() -> None:
 
     assert [meta_text(v) for v in (None, [], ["default", "spacebot"], "pytest", 3)] == [
         "—", "—", "default, spacebot", "pytest", "3"]
+
+
+def test_a_single_trace_page_collapses_the_codes_it_never_triggered(tmp_path: Path) -> None:
+    write_report(tmp_path / "one.html", entries_for(BUNDLED[1:2]), {})
+    root = ET.fromstring((tmp_path / "one.html").read_text(encoding="utf-8"))
+    (details,) = [d for d in root.iter("details") if d.attrib.get("class") == "coverage"]
+    summary = details.find("summary")
+    assert summary is not None and "never triggered" in (summary.text or "")
+    assert not any("never triggered:" in (p.text or "") for p in root.iter("p"))  # no wall of codes in view
+    # several traces: the list stays in view
+    write_report(tmp_path / "all.html", entries_for(BUNDLED), {})
+    root = ET.fromstring((tmp_path / "all.html").read_text(encoding="utf-8"))
+    assert not [d for d in root.iter("details") if d.attrib.get("class") == "coverage"]
+    assert any("never triggered:" in (p.text or "") for p in root.iter("p"))
