@@ -71,9 +71,17 @@ def _trace_section(key: tuple[str, str], entries: Sequence[Mapping[str, Any]]) -
     return "\n".join(parts)
 
 
-def _view_run(key: tuple[str, str], entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """One trace's run in the viewer, from its report entries (one per policy): labels, actions, verdicts."""
-    file, trace = key
+def _view_runs(key: tuple[str, str], entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One trace's runs in the viewer, from its report entries (one per policy): labels, actions, verdicts. The
+    policies share one run when they replayed the same steps; a scenario simulated anew under each policy may not
+    have, and then each policy's run is its own (`name @ policy`)."""
+    labels = [[s.get("label") for s in e.get("steps", [])] for e in entries]
+    if all(other == labels[0] for other in labels):
+        return [_view_run(key[0], key[1], entries)]
+    return [_view_run(key[0], f"{key[1]} @ {e.get('policy')}", [e]) for e in entries]
+
+
+def _view_run(file: str, name: str, entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     steps = entries[0].get("steps", [])
     policies: list[dict[str, Any]] = []
     for e in entries:
@@ -86,7 +94,7 @@ def _view_run(key: tuple[str, str], entries: Sequence[Mapping[str, Any]]) -> dic
         })
     differs = [i for i in range(len(steps)) if len({p["actions"][i] for p in policies}) > 1]
     return {
-        "name": trace, "file": file, "description": "",
+        "name": name, "file": file, "description": "",
         "steps": [{"index": s.get("index"), "label": s.get("label"),
                    **({"not_run": {"how": s["not_run"]}} if s.get("not_run") else {}),
                    **({"compacted": {}} if s.get("compacted") else {})} for s in steps],
@@ -121,7 +129,7 @@ def render_html(document: Mapping[str, Any]) -> str:
     body = (
         f"<h1>{escape(title)}</h1>\n"
         f"{_table(['run', ''], meta_rows)}\n"
-        f"<h2>Steps</h2>\n{view_section([_view_run(key, entries) for key, entries in groups])}"
+        f"<h2>Steps</h2>\n{view_section([run for key, entries in groups for run in _view_runs(key, entries)])}"
         f"<h2>Traces</h2>\n{sections}\n"
         f"<h2>Rule coverage</h2>\n{_coverage(document.get('coverage', {}), collapsed=len(groups) == 1)}\n"
     )

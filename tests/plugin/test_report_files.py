@@ -170,3 +170,15 @@ def test_a_single_trace_page_collapses_the_codes_it_never_triggered(tmp_path: Pa
     root = ET.fromstring((tmp_path / "all.html").read_text(encoding="utf-8"))
     assert not [d for d in root.iter("details") if d.attrib.get("class") == "coverage"]
     assert any("never triggered:" in (p.text or "") for p in root.iter("p"))
+
+
+def test_a_scenario_simulated_differently_per_policy_gets_a_run_per_policy(tmp_path: Path) -> None:
+    path = "traces/scenarios/stale-click-retrier-default.yaml"
+    entries = entries_for([path], "default") + entries_for([path], "spacebot")
+    assert len(entries[0]["steps"]) != len(entries[1]["steps"])  # the agent did other things once blocked earlier
+    write_report(tmp_path / "s.html", entries, {})
+    runs = page_data((tmp_path / "s.html").read_text(encoding="utf-8"))["runs"]
+    assert [r["name"] for r in runs] == [f"{entries[0]['trace']} @ default", f"{entries[0]['trace']} @ spacebot"]
+    for run, entry in zip(runs, entries, strict=True):
+        (policy,) = run["policies"]
+        assert policy["actions"] == [s["action"] for s in entry["steps"]] and len(run["steps"]) == len(entry["steps"])
