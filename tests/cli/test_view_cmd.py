@@ -175,3 +175,30 @@ def test_a_trace_of_a_file_with_several_by_name(tmp_path: Path, capsys: pytest.C
     assert run["name"] == "b" and len(run["steps"]) == 2
     assert cli.main(["view", f"{two}::c", "-o", str(tmp_path / "w.html")]) == 2
     assert "no trace named 'c'" in capsys.readouterr().err
+
+
+# reason -> (the state's key, the verdict data's key): the same count, one read from the engine after the step
+COUNTS = {
+    "failure_tracker.same_tool_failure": ("tool_failures", "count"),
+    "failure_tracker.exact_failure": ("exact_failures", "count"),
+    "failure_tracker.failed_turns": ("failed_turns", "count"),
+    "failure_tracker.repetition": ("repetitions", "repetitions"),
+    "failure_tracker.rejected_streak": ("rejected_streak", "count"),
+    "failure_tracker.action_loop": ("top_count", "count"),
+    "failure_tracker.failing_key": ("key_streak", "in_a_row"),
+    "budget.consecutive_same_tool": ("same_tool_count", "count"),
+    "budget.failure_streak": ("failure_streak", "count"),
+    "budget.observation_streak": ("observation_streak", "count"),
+    "budget.max_tool_calls": ("calls", "count"),
+}
+
+
+def test_failure_tracker_and_budget_state_is_their_count(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = view(capsys, tmp_path / "v.html", str(TRACES / "failure_tracker"), str(TRACES / "budget"))["runs"]
+    seen = set()
+    for v, state in states(runs):
+        if v["reason"] in COUNTS:
+            mine, theirs = COUNTS[v["reason"]]
+            assert state[mine] == v["data"][theirs], v
+            seen.add(v["reason"])
+    assert seen == set(COUNTS)
