@@ -206,6 +206,9 @@
       }
       for (var j = 0; j < n; j++) {
         var a = p.actions[j];
+        // what no verdict says: the agent's own compaction (a dark column), a call that never ran (a grey half)
+        if (r.steps[j].compacted && a !== "not_reached") { g.fillStyle = "#333"; g.fillRect(Math.floor(j * per), 0, Math.max(per, 2), 16); }
+        if (r.steps[j].not_run) { g.fillStyle = "#9e9e9e"; g.fillRect(Math.floor(j * per), 8, Math.max(per, 2), 8); }
         if (a !== "allow" && a !== "not_reached") { g.fillStyle = COLOURS[a] || "#999"; g.fillRect(Math.floor(j * per), 0, Math.max(per, 2), 16); }
         if (ui.differSet[j]) { g.fillStyle = "#b06000"; g.fillRect(Math.floor(j * per), 0, Math.max(per, 2), 3); }
       }
@@ -277,7 +280,8 @@
     for (var n = first; n < last; n++) {
       var i = ui.visible[n];
       var s = r.steps[i];
-      var row = el("div", "lg-row lg-k-" + s.kind + (n === ui.cursor ? " lg-cursor" : "") +
+      var row = el("div", "lg-row lg-k-" + s.kind + (s.not_run ? " lg-notrun" : "") + (s.compacted ? " lg-compacted" : "") +
+        (n === ui.cursor ? " lg-cursor" : "") +
         (i === ui.selected ? " lg-selected" : "") + (ui.differSet[i] ? " lg-differs-row" : ""));
       row.dataset.index = String(i);
       row.appendChild(el("span", "lg-i", i));
@@ -364,7 +368,7 @@
     field(dl, "role", s.role);
     field(dl, "text", s.text, "lg-text");
     field(dl, "never ran", s.not_run);
-    field(dl, "compacted by the agent", s.compacted);
+    field(dl, "compacted by the agent", s.compacted && !Object.keys(s.compacted).length ? "yes" : s.compacted);
     field(dl, "t (ms)", s.t);
     detail.appendChild(dl);
     ui.shown.forEach(function (k) {
