@@ -136,11 +136,13 @@ class ReadTracker(Engine):
         """The read and search streaks, and the reads (and reverts) this task of each file the call names."""
         out: dict[str, Any] = {"read_streak": self._count[0], "search_streak": self._count[1],
                                "regions_read": len(self._regions)}
+        s = self.settings
         files = self.run.target(call).effect_files if call is not None else None
-        if files:
+        if files:  # counted only where the policy reads the counts
             paths = [p for group in files.values() for p in group]
-            out["file_reads"] = {p: self.file_reads.get(p, 0) for p in paths}
-            if self.file_reverts:
+            if s.file_reads_warn_at is not None or s.file_reads_block_at is not None:
+                out["file_reads"] = {p: self.file_reads.get(p, 0) for p in paths}
+            if s.file_reverts_warn_at is not None:
                 out["file_reverts"] = {p: self.file_reverts.get(p, 0) for p in paths}
         return out
 

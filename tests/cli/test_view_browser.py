@@ -112,10 +112,13 @@ def test_a_clicked_step_shows_what_replay_json_says(browser: webdriver.Browser, 
             first = next(s["index"] for s in replayed["default"]["steps"] if s["action"] != "allow")
             assert browser.script(SHOWN)["index"] == first
             assert "in a loop, steps 2–7" in browser.script(SHOWN)["text"]
-        if path == CLEAN:
-            browser.click('.lg-row[data-index="3"]')
-            shot(browser, tmp_path, "clean-run.png")
     assert checked > 20
+    # a clean run, under its own policy: nothing but allow
+    browser.open(write_view(capsys, tmp_path / "clean.html", str(CLEAN)))
+    assert set(browser.script("return Array.from(document.querySelectorAll('.lg-row .lg-act'))"
+                              ".map(function (a) { return a.textContent; });")) == {"allow"}
+    browser.click('.lg-row[data-index="3"]')
+    shot(browser, tmp_path, "clean-run.png")
 
 
 def test_policies_keys_and_filters(browser: webdriver.Browser, tmp_path: Path,
