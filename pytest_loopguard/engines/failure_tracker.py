@@ -216,6 +216,19 @@ class FailureTracker(Engine):
         self._wave = SecondWave.of(settings)
         self._steps_base = 0
 
+    def state(self, call: ToolCall | None) -> dict[str, Any]:
+        """The failed turns in a row, repetitions, the top count in the action window, rejected turns in a row,
+        and this call's failures so far (exact, by tool) and its failing key's streak."""
+        out: dict[str, Any] = {"failed_turns": self.consecutive_failures, "repetitions": self.repetitions,
+                               "top_count": self.top_count, "rejected_streak": self.rejected_streak}
+        if call is not None:
+            out["exact_failures"] = self.exact_failures.get(call.fingerprint, 0)
+            out["tool_failures"] = self.tool_failures.get(call.tool, 0)
+        if self._streak_key is not None:
+            out["failing_key"] = " ".join(self._streak_key)
+            out["key_streak"] = self.key_streak
+        return out
+
     # ---- turns -------------------------------------------------------------------------------------
     def idle_hooks(self) -> frozenset[str]:
         # a turn's size and the reset it may cause serve only the step limit and the turn-failure count
