@@ -175,7 +175,9 @@ def test_the_recording_replays_to_the_live_verdicts_under_every_preset(policy: s
     model = FlakyModel(messages=busy_script(), errors=errors)
     session, _, recording = run_agent(iter(()), tmp_path, policy, model=model, task=Task("make the test pass"),
                                       sleep=lambda seconds: None)
-    assert any(step.verdicts for step in session.steps)  # the run gave the policy something to say
+    # the run gave the policy something to say; OpenCode's and Kilo's doom_loop needs three identical calls in
+    # one response, which this script never makes (their traces: traces/presets/opencode, kilo)
+    assert any(step.verdicts for step in session.steps) or policy in ("opencode", "kilo")
     assert_live_is_replay(session, recording, policy)
 
 
