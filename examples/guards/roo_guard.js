@@ -13,12 +13,17 @@ const args = process.argv.slice(2);
 const at = args.indexOf("--mistake-limit");
 const limit = at >= 0 ? Number(args[at + 1]) : 3;
 
-// Roo compares the tool's name and its parameters with their top-level keys sorted, as JSON.stringify writes them
-function serialize(call) {
-  const params = call.args || {};
+// Roo (as released, v3.33.1) compares the tool's name and its parameters with their keys sorted at every level
+function sortedDeep(value) {
+  if (Array.isArray(value)) return value.map(sortedDeep);
+  if (value === null || typeof value !== "object") return value;
   const sorted = {};
-  for (const key of Object.keys(params).sort()) sorted[key] = params[key];
-  return JSON.stringify({ name: call.tool, parameters: sorted });
+  for (const key of Object.keys(value).sort()) sorted[key] = sortedDeep(value[key]);
+  return sorted;
+}
+
+function serialize(call) {
+  return JSON.stringify({ name: call.tool, parameters: sortedDeep(call.args || {}) });
 }
 
 // browser scrolling is never a repetition: it is invisible to the count

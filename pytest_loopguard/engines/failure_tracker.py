@@ -3,9 +3,11 @@
 Five independent rules share this engine, each switched on by its settings (PRESETS.md):
 
 - failed turns (`max_failures`): browser-use's rule, a turn with exactly one call which failed counts
-  (`turn_failure: single_call`), or ours, a turn whose non-blocked calls all failed (`all_failed`); the
-  call that brings the streak to `max_failures` forces the done tool (warn) and any later non-done call
-  stops the run; without `final_response_after_failure` reaching it stops at once;
+  (`turn_failure: single_call`), or ours, a turn whose non-blocked calls all failed (`all_failed`), or
+  Cline's consecutive mistakes, every failed call +1 and every other call that ran to 0 (`each_call`);
+  `empty_turns` says what a turn in which no call ran does; the call that brings the streak to
+  `max_failures` forces the done tool (warn) and any later non-done call stops the run; without
+  `final_response_after_failure` reaching it stops at once;
 - repetition (`max_repetitions`): the same tool with the same `target_keys` arguments as the previous
   call, `max_repetitions` times over, stops the run before the call;
 - `max_steps`: the turn after `max_steps` turns ends the run as exhausted;
@@ -50,13 +52,17 @@ __all__ = ["ENGINE", "FailureTracker", "Settings", "action_identity"]
 
 @dataclass(frozen=True, slots=True)
 class Settings(EngineSettings):
-    turn_failure: Literal["single_call", "all_failed"] = "all_failed"
+    turn_failure: Literal["single_call", "all_failed", "each_call"] = "all_failed"  # Cline: each_call
     max_failures: int | None = 3
     final_response_after_failure: bool = True
     max_repetitions: int | None = None  # qa-agent: 3
     target_keys: tuple[str, ...] = ("index",)
     max_steps: int | None = None  # turns; qa-agent 50, browser-use 500
     rejected_turns: Literal["failed", "ignore"] = "ignore"  # browser-use, qa-agent: failed
+    # Cline: a turn in which no call ran (none, or all blocked) sets the failed-turn count to 0, leaves it
+    # or adds 1; false: a failed call with an exit code is, for the failed-turn rules, a call that succeeded
+    empty_turns: Literal["reset", "keep", "fail"] = "reset"
+    exit_code_failures: bool = True
     action_loop: bool = False  # browser-use's windowed nudges
     action_loop_window: int = 20
     action_loop_levels: tuple[int, ...] = (5, 8, 12)
@@ -186,6 +192,7 @@ class FailureTracker(Engine):
         self._turn_ran = 0
         self._turn_failed = 0
         self._single_call = settings.turn_failure == "single_call"
+        self._each_call = settings.turn_failure == "each_call"
         # repetition
         self.repetitions = 0
         self._previous_target: tuple[str, tuple[Any, ...]] | None = None
@@ -248,7 +255,9 @@ class FailureTracker(Engine):
         self._turn_size = size
         self._turn_seen = self._turn_ran = self._turn_failed = 0
         # a turn that cannot fail by the rule is decided now: no calls, or (browser-use) several calls
-        if size == 0 or (size > 1 and self._single_call):
+        if size == 0:
+            return self._empty_turn()
+        if size > 1 and self._single_call:
             self.consecutive_failures = 0
         return None
 
@@ -320,7 +329,10 @@ class FailureTracker(Engine):
         failed = not blocked and result is not None and not result.ok
         self.rejected_streak = 0
         # each rule's verdict, None for most calls: the list is built only when one of them gives one
-        turn_verdict = self._count_turn(blocked, failed) if s.max_failures is not None else None
+        turn_verdict = None
+        if s.max_failures is not None:  # with exit_code_failures off a command's exit status is no failure
+            turn_verdict = self._count_turn(blocked, failed and (
+                s.exit_code_failures or result is None or result.exit_code is None))
         loop_verdict = (self._enter_window(action_identity(call))
                         if s.action_loop and call.tool not in self._exempt else None)
         guard_verdict = self._guardrail_outcome(call, result, failed) if s.guardrails and not blocked else None
@@ -415,27 +427,55 @@ class FailureTracker(Engine):
         )
 
     # ---- failed turns ------------------------------------------------------------------------------
+    def _empty_turn(self) -> Verdict | None:
+        """A turn in which no call ran (`empty_turns`): the count to 0, as it was, or one more failed turn."""
+        rule = self.settings.empty_turns
+        if rule == "reset":
+            self.consecutive_failures = 0
+        elif rule == "fail" and self.settings.max_failures is not None:
+            self.consecutive_failures += 1
+            return self._judge_count()
+        return None
+
     def _count_turn(self, blocked: bool, failed: bool) -> Verdict | None:
         self._turn_seen += 1
         if not blocked:
             self._turn_ran += 1
             self._turn_failed += failed
+        if self._each_call:  # Cline: every call that ran counts, the count is compared after the turn's last
+            if not blocked:
+                self.consecutive_failures = self.consecutive_failures + 1 if failed else 0
+            if self._turn_seen != self._turn_size:
+                return None
+            if not self._turn_ran:
+                return self._empty_turn()
+            return self._judge_count() if self.consecutive_failures else None
         if self._single_call:
             if self._turn_size != 1:
                 return None  # a multi-call turn was reset at its start
+            if blocked:
+                return self._empty_turn()
             turn_failed = failed
         else:
             if self._turn_seen != self._turn_size:
                 return None  # decided on the turn's last call
-            turn_failed = self._turn_ran > 0 and self._turn_failed == self._turn_ran
+            if not self._turn_ran:
+                return self._empty_turn()
+            turn_failed = self._turn_failed == self._turn_ran
         if not turn_failed:
             self.consecutive_failures = 0
             return None
         self.consecutive_failures += 1
+        return self._judge_count()
+
+    def _judge_count(self) -> Verdict | None:
+        """The failed-turn count went up: the forced done or stop at `max_failures`, else perhaps a warning."""
         s = self.settings
         n = s.max_failures
         assert n is not None
-        if self.consecutive_failures != n or self.forced_done:
+        count = self.consecutive_failures
+        # each_call: the calls of one turn may pass the limit together, so at or past it
+        if (count < n if self._each_call else count != n) or self.forced_done:
             return self._failures_warning()
         data = {"count": self.consecutive_failures, "max_failures": n}
         if not s.final_response_after_failure:

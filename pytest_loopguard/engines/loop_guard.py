@@ -15,7 +15,7 @@ from .lru import DEFAULT_MAX_KEYS, LRUMap
 
 if TYPE_CHECKING:
     from ..core._model import Message, ToolCall, ToolResult
-    from ..core._runcontext import RunContext
+    from ..core._runcontext import RunContext, Turn
 
 __all__ = ["ENGINE", "LoopGuard", "Settings"]
 
@@ -29,8 +29,24 @@ class Settings(EngineSettings):
     block_at: int | None = 5  # None: never blocks on the consecutive count (Goose out of the box)
     # default: the same call made this often in a row, blocked ones included, ends the run: an agent that
     # ignores every block would otherwise repeat a blocked call forever (its turns do not fail: nothing ran);
-    # only once the call has been blocked (a count past `block_at`)
+    # only once the call has been blocked (a count past `block_at`). With `block_at: null` (Cline, OpenCode)
+    # the call that brings the count to `stop_at` is stopped before it runs, no block first
     stop_at: int | None = None
+    # the consecutive stop's message ({tool}, {count}); None: ours, which names the block before it when
+    # there is a block stage
+    stop_message: str | None = None
+    # the consecutive warning only on the call whose count equals `warn_at` (Cline's `=== 3`), not on the
+    # later calls of the streak
+    warn_exact: bool = False
+    warn_message: str = "Warning: tool '{tool}' has been called {count} times with identical parameters. " \
+        "Consider a different approach."
+    # top-level argument names left out of the identity (Cline's `task_progress`)
+    ignore_args: tuple[str, ...] = ()
+    # `turn`: the consecutive count lives within one model response and starts again at every turn
+    # (OpenCode's doom_loop reads the current assistant message's parts only)
+    count_scope: Literal["run", "turn"] = "run"
+    # CrewAI: a call identical to the last call that ran and did not fail is blocked (`block_message`)
+    block_repeat_of_last_success: bool = False
     reset_after_block: bool = False  # Roo: a block forgets the current identity and its count
     # calls invisible to the engine: {tool: NAME, when: {arg: value}}; Roo's scroll actions
     exempt: tuple[Mapping[str, Any], ...] = ()
@@ -69,10 +85,16 @@ class Settings(EngineSettings):
             if not isinstance(action, str) or action not in (Action.WARN, Action.BLOCK):
                 raise SettingError("warn_action", f"expected one of 'warn', 'block', got {action!r}")
             object.__setattr__(self, "warn_action", Action(action))
-        try:
-            self.block_message.format(tool="t", count=1)
-        except (KeyError, IndexError, ValueError) as exc:
-            raise SettingError("block_message", f"expected a text with only {{tool}} and {{count}}: {exc!r}") from None
+        for name in ("block_message", "warn_message", "stop_message"):
+            text = getattr(self, name)
+            try:
+                if text is not None:
+                    text.format(tool="t", count=1)
+            except (KeyError, IndexError, ValueError) as exc:
+                raise SettingError(name, f"expected a text with only {{tool}} and {{count}}: {exc!r}") from None
+        for i, arg in enumerate(self.ignore_args):
+            if not arg:
+                raise SettingError(f"ignore_args[{i}]", "expected an argument name, got ''")
         for i, rule in enumerate(self.exempt):
             tool = rule.get("tool")
             if not isinstance(tool, str) or not tool:
@@ -86,13 +108,14 @@ class Settings(EngineSettings):
 
 
 NAME = "loop_guard"
+_TURN_START = frozenset({"loopguard_turn_start"})  # what idle_hooks names when the count spans the run
 
 
 class _Derived:
     """What a loop_guard's settings alone decide, shared (read-only) by every run using those settings."""
 
-    __slots__ = ("exempt", "first_threshold", "flat_same_as_ordered", "identity_text", "ordered", "period_needs",
-                 "poll_shell_tools", "poll_words")
+    __slots__ = ("exempt", "first_threshold", "flat_same_as_ordered", "identity_text", "ignore_args", "mode_text",
+                 "ordered", "period_needs", "poll_shell_tools", "poll_words")
 
     def __init__(self, settings: Settings) -> None:
         mode = settings.identity
@@ -102,6 +125,8 @@ class _Derived:
         self.identity_text = None if mode in ("canonical", "ordered") else IDENTITIES[mode]
         self.flat_same_as_ordered = FLAT_SAME_AS.get(mode) == "ordered"
         self.ordered = mode == "ordered"
+        self.mode_text = IDENTITIES[mode]
+        self.ignore_args = frozenset(settings.ignore_args)
         exempt: dict[str, list[Mapping[str, Any]]] = {}
         for rule in settings.exempt:
             exempt.setdefault(rule["tool"], []).append(rule.get("when") or {})
@@ -155,6 +180,8 @@ class LoopGuard(Engine):
         self._flat_same_as_ordered = fixed.flat_same_as_ordered
         self._ordered = fixed.ordered
         self._exempt = fixed.exempt
+        self._ignore_args = fixed.ignore_args
+        self._mode_text = fixed.mode_text
         self._poll_words = fixed.poll_words
         self._poll_shell_tools = fixed.poll_shell_tools
         # the identities of the last `ring_size` calls and the calls themselves: whether a call is a poll or
@@ -178,13 +205,21 @@ class LoopGuard(Engine):
         # the last identity computed and its call: after_call reads the one before_call computed
         self._last_call: ToolCall | None = None
         self._last_identity = ""
+        # the identity of the last call that ran and did not fail (block_repeat_of_last_success)
+        self._track_success = settings.block_repeat_of_last_success
+        self._last_success: str | None = None
 
     # ---- identity ----------------------------------------------------------------------------------
     def _identity(self, call: ToolCall) -> str:
         if call is self._last_call:
             return self._last_identity
         text = self._identity_text
-        if text is None:
+        if self._ignore_args and not self._ignore_args.isdisjoint(call.args):
+            # the identity of the arguments without the ignored ones, written as the mode writes any call's
+            # (on flat arguments that is the text of the precomputed fingerprints the branches below read)
+            kept = {k: v for k, v in call.args.items() if k not in self._ignore_args}
+            identity = call.tool + "\x1f" + self._mode_text(kept)
+        elif text is None:
             identity = call.ordered_fingerprint if self._ordered else call.fingerprint
         elif is_flat(call.args):
             identity = call.ordered_fingerprint if self._flat_same_as_ordered else call.fingerprint
@@ -249,6 +284,8 @@ class LoopGuard(Engine):
             self._consecutive = 0
             self._warnings = 0
         self._consecutive += 1
+        if self._last_success is not None and identity == self._last_success:
+            return self._repeat_block(call.tool)
         first = self._first_threshold
         if first is not None and self._consecutive >= first:
             verdict = self._consecutive_verdict(call)
@@ -280,14 +317,11 @@ class LoopGuard(Engine):
         count = self._consecutive
         multiplier = s.poll_multiplier if poll else 1
         block_at = s.block_at * multiplier if s.block_at is not None else None
-        # a stop only once the call was blocked before (count past block_at): "called again after a block"
-        if s.stop_at is not None and block_at is not None and count > block_at and count >= s.stop_at * multiplier:
-            return Verdict(
-                NAME, Action.STOP, "loop_guard.consecutive_stop",
-                f"Stopped: tool '{tool}' was called {count} times in a row with identical parameters and "
-                "was called again after being blocked; the run ends here.",
-                {"tool": tool, "count": count, "threshold": s.stop_at * multiplier, "poll": poll},
-            )
+        # a stop only once the call was blocked before (count past block_at): "called again after a block";
+        # without a block stage, at the count itself (Cline, OpenCode)
+        if s.stop_at is not None and (count > block_at if block_at is not None else True) \
+                and count >= s.stop_at * multiplier:
+            return self._stop(tool, count, s.stop_at * multiplier, poll, blocked_first=block_at is not None)
         if block_at is not None and count >= block_at:
             if s.reset_after_block:  # Roo resets its detector after refusing a call
                 self._forget_current()
@@ -296,7 +330,7 @@ class LoopGuard(Engine):
                 {"tool": tool, "count": count, "threshold": block_at, "poll": poll},
             )
         warn_at = s.warn_at * multiplier if s.warn_at is not None else None
-        if warn_at is not None and count >= warn_at:
+        if warn_at is not None and count >= warn_at and (count == warn_at or not s.warn_exact):
             self._warnings += 1
             data = {"tool": tool, "count": count, "threshold": warn_at, "block_at": block_at, "poll": poll,
                     "warnings": self._warnings, "max_warnings": s.max_warnings_per_call}
@@ -309,13 +343,32 @@ class LoopGuard(Engine):
                     f"{s.max_warnings_per_call} warnings. Try a different approach or different parameters.",
                     data,
                 )
-            return Verdict(
-                NAME, s.warn_action, "loop_guard.consecutive_warning",
-                f"Warning: tool '{tool}' has been called {count} times with identical parameters. "
-                "Consider a different approach.",
-                data,
-            )
+            return Verdict(NAME, s.warn_action, "loop_guard.consecutive_warning",
+                           s.warn_message.format(tool=tool, count=count), data)
         return None
+
+    def _stop(self, tool: str, count: int, threshold: int, poll: bool, *, blocked_first: bool) -> Verdict:
+        """The consecutive stop: after a block (a block stage), or at the count itself (none)."""
+        message = self.settings.stop_message
+        if message is not None:
+            text = message.format(tool=tool, count=count)
+        elif blocked_first:
+            text = (f"Stopped: tool '{tool}' was called {count} times in a row with identical parameters and "
+                    "was called again after being blocked; the run ends here.")
+        else:
+            text = (f"Stopped: tool '{tool}' was called {count} times in a row with identical parameters; "
+                    "the run ends here.")
+        return Verdict(NAME, Action.STOP, "loop_guard.consecutive_stop", text,
+                       {"tool": tool, "count": count, "threshold": threshold, "poll": poll})
+
+    def _repeat_block(self, tool: str) -> Verdict:
+        """CrewAI's refusal: the same call as the last one that ran and did not fail."""
+        return Verdict(
+            NAME, Action.BLOCK, "loop_guard.consecutive_block",
+            self.settings.block_message.format(tool=tool, count=self._consecutive),
+            {"tool": tool, "count": self._consecutive, "threshold": None, "poll": False,
+             "repeat_of_last_success": True},
+        )
 
     def _forget_current(self) -> None:
         self._current = None
@@ -375,6 +428,10 @@ class LoopGuard(Engine):
 
     @hookimpl
     def loopguard_after_call(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> None:
+        if self._track_success and not blocked and (result is None or result.ok) and not (
+                self._exempt and self._is_exempt(call)):
+            # the last call that ran and returned (CrewAI's last_used_tool): a failed or refused call leaves it
+            self._last_success = self._last_identity if call is self._last_call else self._identity(call)
         threshold = self._outcome_threshold
         if blocked or result is None or threshold <= 0 or (self._exempt and self._is_exempt(call)):
             return
@@ -403,6 +460,16 @@ class LoopGuard(Engine):
         self._ping_pong_warnings.clear()
         self._outcomes.clear()
         self._poisoned.clear()
+        self._last_success = None
+
+    def idle_hooks(self) -> frozenset[str]:
+        # the count starts again at a turn's start only with `count_scope: turn`
+        return _TURN_START if self.settings.count_scope == "run" else frozenset()
+
+    @hookimpl
+    def loopguard_turn_start(self, turn: Turn) -> None:
+        if self.settings.count_scope == "turn":  # OpenCode: only the current response's parts are read
+            self._forget_current()
 
 
 ENGINE = LoopGuard

@@ -273,7 +273,8 @@ def test_presets_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
     assert set(header[1:]) == {"browser-use", "claw-code", "default", "hermes", "hermes-current", "openchrome",
                                "qa-agent", "spacebot-branch", "spacebot-channel", "spacebot-worker",
                                "openhands", "openhands-sdk", "gemini-cli", "gemini-cli-2026-06", "roo", "goose",
-                               "mini-swe-agent", "swe-agent", "pydantic-ai", "langchain-tool-call-limit"}
+                               "mini-swe-agent", "swe-agent", "pydantic-ai", "langchain-tool-call-limit",
+                               "cline", "cline-sdk", "opencode", "kilo", "crewai"}
     rows = table_rows(out)
     column = {name: i for i, name in enumerate(header[1:])}
     warn_at = rows["loop_guard.warn_at"]
@@ -286,7 +287,7 @@ def test_presets_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
     assert rows["budget.max_tool_calls"][column["openchrome"]] == "null"
     assert [warn_at[column[p]] for p in ("roo", "goose")] == ["null", "null"]
     assert [rows["loop_guard.block_at"][column[p]] for p in ("roo", "goose")] == ["4", "3"]
-    assert [rows["loop_guard.identity"][column[p]] for p in ("roo", "goose")] == ["top_sorted_js", "sorted_typed"]
+    assert [rows["loop_guard.identity"][column[p]] for p in ("roo", "goose")] == ["canonical", "sorted_typed"]
     detector = rows["stuck_detector.detector"]
     assert [detector[column[p]] for p in ("openhands", "openhands-sdk", "gemini-cli", "gemini-cli-2026-06")] == [
         "openhands", "openhands_sdk", "gemini", "gemini"]

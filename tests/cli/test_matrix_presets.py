@@ -41,13 +41,19 @@ FIRST = {
     "hermes": None,  # reads and searches only
     "claw-code": None,  # LLM errors only
     "openchrome": None,  # no task envelope, no verdicts
+    # issue 24's second wave
+    "cline": (2, "stop", "failure_tracker.max_failures"),  # 3 consecutive mistakes (errors, no exit code)
+    "cline-sdk": (2, "warn", "loop_guard.consecutive_warning"),  # soft 3; the hard 5 stops before 6 failed turns
+    "opencode": None,  # one turn per call: never 3 in one response
+    "kilo": None,
+    "crewai": None,  # every call failed: no last used call to repeat
 }
 # where the runs that end do end, and by which engine: the stuck detectors by their own rules, the
 # failure trackers at the first call after the forced finish (the others never stop on this run)
 STOPS = {
     "openhands": (2, "stuck_detector"), "openhands-sdk": (3, "stuck_detector"), "gemini-cli": (5, "stuck_detector"),
     "gemini-cli-2026-06": (5, "stuck_detector"), "qa-agent": (3, "failure_tracker"),
-    "browser-use": (5, "failure_tracker"),
+    "browser-use": (5, "failure_tracker"), "cline": (2, "failure_tracker"), "cline-sdk": (4, "loop_guard"),
 }  # default warns but never stops here: its forced finish comes at 12 failed turns (docs/presets.md)
 STOPS["pydantic-ai"] = (1, "failure_tracker")  # Pydantic AI: the tool's 2nd failed turn exceeds its 1 retry
 

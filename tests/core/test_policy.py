@@ -259,7 +259,7 @@ NEW_PRESETS = {
     "openhands-sdk": ("611629e", {"stuck_detector"}),
     "gemini-cli": ("5411f113", {"stuck_detector"}),
     "gemini-cli-2026-06": ("28429", {"stuck_detector"}),
-    "roo": ("3747946", {"loop_guard"}),
+    "roo": ("89068c4", {"loop_guard"}),  # issue 24: the released code (v3.33.1)
     "goose": ("RepetitionInspector", {"loop_guard"}),
 }
 

@@ -474,7 +474,7 @@ def test_a_plugin_guard_calls_idle_hooks_and_decides_the_same() -> None:
     policy = resolve_policy("default")
     plain, plugged = Guard(policy), Guard(policy, plugins=[Watcher()])
     # through pluggy every implementation is called, the idle ones included
-    assert _turn_start_owners(plugged) == ["FailureTracker", "Context"]
+    assert _turn_start_owners(plugged) == ["LoopGuard", "FailureTracker", "Context"]
     seen: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
     for name, guard in (("plain", plain), ("plugged", plugged)):
         out = seen[name] = []

@@ -66,7 +66,9 @@ def test_bad_settings_are_one_line_naming_the_setting(policy: dict[str, Any], fi
 
 
 def test_null_thresholds_mean_off_and_are_no_error() -> None:
-    policy = {"preset": "default", "loop_guard": {"warn_at": None, "block_at": None}, "failure_tracker": False}
+    # stop_at too: without a block stage it stops at its count itself (issue 24)
+    policy = {"preset": "default", "loop_guard": {"warn_at": None, "block_at": None, "stop_at": None},
+              "failure_tracker": False}
     result = run(policy, [{"tool": "a"}] * 12)
     assert not [v for s in result.steps for v in s.verdicts if v.engine == "loop_guard"]
     result = run({"preset": "goose", "loop_guard": {"block_at": None}}, [{"tool": "a"}] * 12)

@@ -174,7 +174,8 @@ def test_the_recording_replays_to_the_live_verdicts(tmp_path: Path, policy: str)
         assert (session.outcome, session.stopped_at, session.stopped_by) == ("stopped", 7, "failure_tracker")
         assert [v.reason for v in session.steps[7].verdicts] == ["failure_tracker.tool_retries"]
     else:
-        assert len(session.steps) > 12
+        # the script runs past 12 steps, unless Cline's mistake limit ends it first (3 failed calls in a row)
+        assert len(session.steps) > 12 or (policy == "cline" and session.stopped_by == "failure_tracker")
 
 
 def test_a_warned_structured_return_keeps_its_extra_content(tmp_path: Path) -> None:
