@@ -27,7 +27,7 @@ from typing import Any, Final
 
 __all__ = [
     "ANY", "DIGIT", "SPACE", "is_array_index", "js_number", "js_sorted", "js_string", "stringify",
-    "stringify_sorted", "utf8_form", "utf16",
+    "stringify_sorted", "utf8_form", "utf8_slices", "utf16",
 ]
 
 # ---- regular expressions ---------------------------------------------------------------------------
@@ -39,6 +39,7 @@ ANY: Final = "[^\n\r\u2028\u2029]"  # `.` without the `s` flag: any code unit bu
 # ---- UTF-16 ---------------------------------------------------------------------------------------
 _ASTRAL: Final = re.compile("[\U00010000-\U0010ffff]")
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_LONE: Final = re.compile("[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
 
 
 def _pair(match: re.Match[str]) -> str:
@@ -62,10 +63,25 @@ def utf8_form(units: str) -> str:
     return units.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
+def utf8_slices(units: str, size: int) -> list[str]:
+    """For each `size`-unit slice of `units` (from every position), a text equal for two slices exactly when
+    Node's UTF-8 of them is (`utf8_form`, with a pair kept as its two surrogates): what a slice's hash tells."""
+    fixed = _LONE.sub("\ufffd", units)  # a pair split at the front of `units` is cut at slice 0's edge anyway
+    slices = [fixed[j:j + size] for j in range(len(units) - size + 1)]
+    for j, piece in enumerate(slices):
+        # the rest are pairs, whole in `fixed`: a slice's edge can cut one, leaving a lone surrogate
+        if "\udc00" <= piece[0] <= "\udfff" or "\ud800" <= piece[-1] <= "\udbff":
+            if "\udc00" <= piece[0] <= "\udfff":
+                piece = "\ufffd" + piece[1:]
+            if "\ud800" <= piece[-1] <= "\udbff":
+                piece = piece[:-1] + "\ufffd"
+            slices[j] = piece
+    return slices
+
+
 # ---- JSON.stringify -------------------------------------------------------------------------------
 _SAFE_INTEGER: Final = 2**53  # every integer up to here is a double, and JavaScript writes its digits
 _MAX_INDEX: Final = 2**32 - 2  # the largest array index
-_LONE: Final = re.compile("[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
 _ENCODE: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Final, final
 
-from ..core._js import ANY, DIGIT, SPACE, utf8_form
+from ..core._js import ANY, DIGIT, SPACE, utf8_slices
 
 _SHARED_HASH: Final = re.compile("[\ud800-\udfff\ufffd]")  # a surrogate, or what Node writes for a lone one
 
@@ -44,7 +44,7 @@ class ChunkIndex:
     Gemini CLI does, by the SHA-256 of their UTF-8: a chunk that starts or ends inside an emoji has a lone
     surrogate there, which Node encodes as U+FFFD. So two such chunks can share a hash (`utf8_form`); Gemini
     then compares the text with the one first recorded under that hash and, when it differs, records nothing
-    and moves on.
+    and moves on (`utf8_slices`).
     """
 
     __slots__ = ("_base", "_buffer", "_positions", "_pruned_at", "_scan", "limit", "size")
@@ -104,7 +104,7 @@ class ChunkIndex:
         # two texts can share one only where it has a U+FFFD (each lone surrogate's), so only then are they compared
         stretch = buffer[first - base:]
         shared = not stretch.isascii() and _SHARED_HASH.search(stretch) is not None
-        keys = [utf8_form(c) for c in chunks] if shared else chunks
+        keys = utf8_slices(stretch, size) if shared else chunks
         positions = self._positions
         distinct = set(keys)
         hot = positions.keys() & distinct  # seen before ...
