@@ -157,11 +157,11 @@ def is_flat(args: Mapping[str, Any]) -> bool:
     as Python does: no key that is all digits (an array index comes first in JavaScript) or that sorts
     otherwise, no integer beyond 2**53 (a double in JavaScript), no lone surrogate. On such arguments every
     mode writes the text of an identity the call already holds (`FLAT_SAME_AS`): engines test this first."""
-    if not _flat(args):
+    # the keys in C (map), most calls having a few ASCII names
+    if not _flat(args) or any(map(str.isdigit, args)):
         return False
-    for key in args:
-        if key.isdigit() or (not key.isascii() and _JS_SORTS_OTHERWISE.search(key) is not None):
-            return False
+    if not all(map(str.isascii, args)) and any(_JS_SORTS_OTHERWISE.search(key) is not None for key in args):
+        return False
     for value in args.values():
         kind = type(value)
         if kind is str:
