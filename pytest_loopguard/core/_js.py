@@ -1,6 +1,7 @@
 """JavaScript's semantics where they differ from Python's, for the presets that copy a JavaScript system.
 
-Three differences decide verdicts (issue 24, item 6), each checked against Node in tests/core/test_js.py:
+Three differences decide verdicts (issue 24, item 6), each checked against Node (tests/core/test_js.py holds
+Node's answers, tests/core/test_js_node.py asks a live `node`):
 
 - Regular expressions: JavaScript's `\\s`, `\\d` and `.` (no `u` or `s` flag) match other characters than
   Python's (`\\s`: a BOM is space, U+001C..U+001F and U+0085 are not; `\\d`: ASCII digits only; `.`: not
@@ -70,12 +71,10 @@ def utf8_slices(units: str, size: int) -> list[str]:
     slices = [fixed[j:j + size] for j in range(len(units) - size + 1)]
     for j, piece in enumerate(slices):
         # the rest are pairs, whole in `fixed`: a slice's edge can cut one, leaving a lone surrogate
-        if "\udc00" <= piece[0] <= "\udfff" or "\ud800" <= piece[-1] <= "\udbff":
-            if "\udc00" <= piece[0] <= "\udfff":
-                piece = "\ufffd" + piece[1:]
-            if "\ud800" <= piece[-1] <= "\udbff":
-                piece = piece[:-1] + "\ufffd"
-            slices[j] = piece
+        if "\udc00" <= piece[0] <= "\udfff":
+            piece = slices[j] = "\ufffd" + piece[1:]
+        if "\ud800" <= piece[-1] <= "\udbff":
+            slices[j] = piece[:-1] + "\ufffd"
     return slices
 
 

@@ -10,6 +10,7 @@ comment says what the port gave before.
 from __future__ import annotations
 
 import json
+import random
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -90,6 +91,18 @@ def test_strings_are_utf16_code_units() -> None:
     # slices 1 ("\ude00x") and 4 ("\ude01x") are other text but hash alike; a pair stays two surrogates here
     assert utf8_slices(units, 2) == ["\ud83d\ude00", "\ufffdx", "x\ufffd", "\ud83d\ude01", "\ufffdx"]
     assert utf8_form(units[1:3]) == utf8_form(units[4:6]) and units[1:3] != units[4:6]
+
+
+def test_slices_compare_equal_exactly_when_nodes_utf8_of_them_does() -> None:
+    rng = random.Random(24)
+    alphabet = ["a", "\U0001f600", "\U0001f601", "\U0001f300", "\ufffd", "\ud800", "\udc00"]
+    for _ in range(400):
+        units = utf16("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 20))))
+        size = rng.randint(1, 6)
+        slices = utf8_slices(units, size)
+        assert len(slices) == max(0, len(units) - size + 1)
+        forms = [utf8_form(units[j:j + size]) for j in range(len(slices))]
+        assert [a == b for a in slices for b in slices] == [a == b for a in forms for b in forms], units
 
 
 def test_chunks_sharing_a_hash_count_as_gemini_counts_them() -> None:
