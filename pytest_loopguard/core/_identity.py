@@ -10,9 +10,12 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import re
 from collections.abc import Callable, Hashable, Mapping
 from json.encoder import encode_basestring as _encode_str
 from typing import Any, Final, Literal
+
+from ._js import stringify, stringify_sorted
 
 __all__ = [
     "FLAT_SAME_AS", "IDENTITIES", "IDENTITY_MODES", "IdentityMode", "canonical_args", "canonical_json", "fingerprint",
@@ -114,14 +117,16 @@ def ordered_fingerprint(tool: str, args: Mapping[str, Any]) -> str:
 
 
 def ordered_js_json(args: Mapping[str, Any]) -> str:
-    """`JSON.stringify` of parsed JSON (Gemini CLI): keys as written at every level, `1.0` written `1`."""
-    return json.dumps(_normalise(args), separators=(",", ":"), ensure_ascii=False)
+    """`JSON.stringify` of parsed JSON (Gemini CLI, OpenCode): keys as JavaScript orders them at every level (array
+    indices such as "1" first, ascending, then the rest as written), numbers as JavaScript writes them (`1.0` is
+    `1`); core/_js.py has the details."""
+    return stringify(args)
 
 
 def top_sorted_js_json(args: Mapping[str, Any]) -> str:
-    """Roo Code's parameter text: top-level keys sorted, nested mappings as written, `1.0` written `1`."""
-    normalised = _normalise(args)
-    return json.dumps({k: normalised[k] for k in sorted(normalised)}, separators=(",", ":"), ensure_ascii=False)
+    """Cline's parameter text, `JSON.stringify(params, sortedKeys)`: top-level keys in JavaScript's sort order,
+    nested values as `ordered_js_json` writes them."""
+    return stringify_sorted(args)
 
 
 def sorted_typed_json(args: Mapping[str, Any]) -> str:
@@ -140,10 +145,36 @@ IDENTITIES: Final[Mapping[str, Callable[[Mapping[str, Any]], str]]] = {
     "sorted_typed": sorted_typed_json,
 }
 
-is_flat: Final = _flat  # public for engines (loop_guard's identities); `_flat` stays the name used here
-# On flat arguments (`is_flat`: string keys, plain scalar values, most calls) these modes write exactly the
-# text of an identity every ToolCall already holds (no float to tell `1.0` from `1`, no nested key order),
-# so an engine reads that instead of serialising the arguments again.
+_SAFE_INTEGER: Final = 2**53
+# in a key: a character JavaScript sorts otherwise than Python (a UTF-16 surrogate sorts below U+E000..U+FFFF)
+# or escapes (a lone surrogate)
+_JS_SORTS_OTHERWISE: Final = re.compile("[\ud800-\U0010ffff]")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def is_flat(args: Mapping[str, Any]) -> bool:
+    """Whether the arguments are flat (string keys, plain scalar values: most calls) and JavaScript writes them
+    as Python does: no key that is all digits (an array index comes first in JavaScript) or that sorts
+    otherwise, no integer beyond 2**53 (a double in JavaScript), no lone surrogate. On such arguments every
+    mode writes the text of an identity the call already holds (`FLAT_SAME_AS`): engines test this first."""
+    # the keys in C (map), most calls having a few ASCII names
+    if not _flat(args) or any(map(str.isdigit, args)):
+        return False
+    if not all(map(str.isascii, args)) and any(_JS_SORTS_OTHERWISE.search(key) is not None for key in args):
+        return False
+    for value in args.values():
+        kind = type(value)
+        if kind is str:
+            if not value.isascii() and _SURROGATE.search(value) is not None:
+                return False
+        elif kind is int and not -_SAFE_INTEGER <= value <= _SAFE_INTEGER:
+            return False
+    return True
+
+
+# On flat arguments (`is_flat`) these modes write exactly the text of an identity every ToolCall already holds
+# (no float to tell `1.0` from `1`, no nested key order, nothing JavaScript writes otherwise), so an engine
+# reads that instead of serialising the arguments again.
 FLAT_SAME_AS: Final[Mapping[str, Literal["canonical", "ordered"]]] = {
     "ordered_js": "ordered",
     "top_sorted_js": "canonical",

@@ -8,6 +8,10 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Final, final
 
+from ..core._js import ANY, DIGIT, SPACE, utf8_slices
+
+_SHARED_HASH: Final = re.compile("[\ud800-\udfff\ufffd]")  # a surrogate, or what Node writes for a lone one
+
 __all__ = ["CODE_FENCE", "DIVIDER", "STRUCTURE", "ChunkIndex", "Repeats"]
 
 # Whether a chunk's positions (absolute, oldest first) are a repetition; given the buffer and the absolute
@@ -15,14 +19,15 @@ __all__ = ["CODE_FENCE", "DIVIDER", "STRUCTURE", "ChunkIndex", "Repeats"]
 Repeats = Callable[[list[int], str, int], bool]
 
 # Markdown as Gemini CLI's loop detection reads it, quirks included: text with structure (a table, a list or
-# numbered item, a heading, a blockquote), a divider line or a code fence is not prose that can chant.
+# numbered item, a heading, a blockquote), a divider line or a code fence is not prose that can chant. Its
+# patterns are JavaScript's: `\s`, `\d` and `.` below are JavaScript's classes (core/_js.py), not Python's.
 CODE_FENCE: Final = "```"
 STRUCTURE: Final = (
-    re.compile(r"(^|\n)\s*(\|.*\||[|+-]{3,})"),  # a table row or rule
-    re.compile(r"(^|\n)\s*[*-+]\s"),  # a list item: `*`…`+`, so a `- ` bullet is not one (as in Gemini)
-    re.compile(r"(^|\n)\s*\d+\.\s"),  # a numbered item
-    re.compile(r"(^|\n)#+\s"),  # a heading
-    re.compile(r"(^|\n)>\s"),  # a blockquote
+    re.compile(rf"(^|\n){SPACE}*(\|{ANY}*\||[|+-]{{3,}})"),  # a table row or rule
+    re.compile(rf"(^|\n){SPACE}*[*-+]{SPACE}"),  # a list item: `*`…`+`, so a `- ` bullet is not one (as in Gemini)
+    re.compile(rf"(^|\n){SPACE}*{DIGIT}+\.{SPACE}"),  # a numbered item
+    re.compile(rf"(^|\n)#+{SPACE}"),  # a heading
+    re.compile(rf"(^|\n)>{SPACE}"),  # a blockquote
 )
 DIVIDER: Final = re.compile(r"[+-_=*\u2500-\u257F]+")  # `+`…`_` takes in digits and capitals too (as in Gemini)
 
@@ -34,6 +39,12 @@ class ChunkIndex:
 
     Positions are absolute (counted from the last `clear`), so they survive the buffer's front being cut; a
     position cut off with the front no longer counts. Each chunk is recorded once, by `scan`, in text order.
+
+    The text is JavaScript's (one character per UTF-16 code unit, core/_js.utf16), and chunks are told apart as
+    Gemini CLI does, by the SHA-256 of their UTF-8: a chunk that starts or ends inside an emoji has a lone
+    surrogate there, which Node encodes as U+FFFD. So two such chunks can share a hash (`utf8_form`); Gemini
+    then compares the text with the one first recorded under that hash and, when it differs, records nothing
+    and moves on (`utf8_slices`).
     """
 
     __slots__ = ("_base", "_buffer", "_positions", "_pruned_at", "_scan", "limit", "size")
@@ -89,27 +100,35 @@ class ChunkIndex:
         if first > last:
             return None
         chunks = [buffer[i:i + size] for i in range(first - base, last - base + 1)]
+        # the hash of each chunk, as its text: the chunk itself unless a lone surrogate (half an emoji) is in it;
+        # two texts can share one only where it has a U+FFFD (each lone surrogate's), so only then are they compared
+        stretch = buffer[first - base:]
+        shared = not stretch.isascii() and _SHARED_HASH.search(stretch) is not None
+        keys = utf8_slices(stretch, size) if shared else chunks
         positions = self._positions
-        distinct = set(chunks)
+        distinct = set(keys)
         hot = positions.keys() & distinct  # seen before ...
-        if len(distinct) < len(chunks):  # ... or more than once in this stretch
-            hot.update(c for c, n in Counter(chunks).items() if n > 1)
-        end = len(chunks)  # the scan reaches this offset (exclusive) unless `repeats` stops it first
+        if len(distinct) < len(keys):  # ... or more than once in this stretch
+            hot.update(c for c, n in Counter(keys).items() if n > 1)
+        end = len(keys)  # the scan reaches this offset (exclusive) unless `repeats` stops it first
         found = None
-        for k in [k for k, c in enumerate(chunks) if c in hot] if hot else ():
-            chunk, scan = chunks[k], first + k
-            recorded = positions.get(chunk)
+        for k in [k for k, c in enumerate(keys) if c in hot] if hot else ():
+            key, scan = keys[k], first + k
+            recorded = positions.get(key)
             if recorded is None:
-                positions[chunk] = scan
+                positions[key] = scan
                 continue
             # positions cut off with the buffer's front no longer count
             if isinstance(recorded, int):
                 seen = [recorded] if recorded >= base else []
-                positions[chunk] = seen
             else:
                 seen = recorded
                 if seen and seen[0] < base:
                     seen[:] = [p for p in seen if p >= base]
+            chunk = chunks[k]
+            if shared and seen and buffer[seen[0] - base:seen[0] - base + size] != chunk:
+                continue  # a hash shared with other text: Gemini records nothing for this chunk
+            positions[key] = seen
             seen.append(scan)
             if len(seen) >= at_least and repeats(seen, buffer, base):
                 end = k  # the scan stops here: the next text records this chunk again
@@ -117,7 +136,7 @@ class ChunkIndex:
                 break
         # the others in bulk: written over every chunk scanned, then the visited ones put back
         visited = {c: positions[c] for c in hot if c in positions}
-        positions.update(zip(chunks[:end], range(first, first + end), strict=True))
+        positions.update(zip(keys[:end], range(first, first + end), strict=True))
         positions.update(visited)
         self._scan = first + end
         return found

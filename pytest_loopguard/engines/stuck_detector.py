@@ -1,4 +1,4 @@
-"""stuck_detector: whole-history loop detection as OpenHands (V0 and SDK) and Gemini CLI do it (PRESETS.md).
+r"""stuck_detector: whole-history loop detection as OpenHands (V0 and SDK) and Gemini CLI do it (PRESETS.md).
 
 Setting `detector` picks one of three rule sets, written below one after the other:
 
@@ -9,7 +9,8 @@ Setting `detector` picks one of three rule sets, written below one after the oth
   message; a nudge (`warn`) at `action_error` identical failing calls, then four stop rules.
 - `gemini` (gemini-cli `loopDetectionService.ts`): a cycle of 1–5 call keys repeated 5 times in the last
   25 calls, or a 50-character chunk of the model's text recurring 10 times close together; the first
-  detection of a prompt blocks (or warns on text), the second stops.
+  detection of a prompt blocks (or warns on text), the second stops. In JavaScript's terms (core/_js.py):
+  `JSON.stringify` keys, UTF-16 lengths, JavaScript's `\s`, `\d` and `.` in the markdown patterns.
 
 Each rule set keeps only what its rules can look at: V0 the last 6 actions and observations, 3 agent
 messages and 10 condensations; the SDK its window; Gemini 25 keys and a 5,000-character buffer.
@@ -23,6 +24,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ..core._identity import is_flat, key_part, ordered_js_json
+from ..core._js import utf8_form, utf16
 from ..core._model import Action, Verdict
 from ..core.hookspecs import hookimpl
 from ._repeated_text import CODE_FENCE, DIVIDER, STRUCTURE, ChunkIndex
@@ -476,6 +478,7 @@ class _Gemini(_Rules):
 
     def _content(self, text: str) -> Verdict | None:
         s = self.settings
+        text = utf16(text)  # JavaScript's string: lengths and positions count UTF-16 code units (an emoji is two)
         fences = text.count(CODE_FENCE)
         divider = DIVIDER.fullmatch(text) is not None
         if fences or divider or any(p.search(text) for p in STRUCTURE):
@@ -491,7 +494,7 @@ class _Gemini(_Rules):
         chunk, count = found
         return self._detection(
             "content_loop", f"the same {s.chunk_size} characters were repeated {s.content_threshold} times",
-            {"chunk": chunk, "count": count},
+            {"chunk": utf8_form(chunk), "count": count},  # as Node writes it: half an emoji is U+FFFD
         )
 
     def _chanting(self, seen: list[int], buffer: str, base: int) -> bool:
