@@ -26,6 +26,7 @@ reports events in that order, redaction, the time source and the recording.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -61,7 +62,7 @@ from ..core._model import (
 )
 from ..errors import SessionError
 from ..runtime._guard import ALLOW, Clock, Decision, Guard
-from ..runtime._policy import resolve_policy
+from ..runtime._policy import Policy, corpus_root, read_policy_file, resolve_policy
 from ..runtime._protocol import ANSWER, ASK, Run, turn_plan
 from ._recorder import Recorder
 from ._redact import Redactor
@@ -69,6 +70,22 @@ from ._redact import Redactor
 __all__ = ["Session", "ToolReply", "monotonic_ms"]
 
 _CHANGED = ToolResult(changed=True)
+
+
+def recorded_policy(policy: Any, resolved: Policy, recording: Path) -> Any:
+    """How the recording's header names the session's policy so that it resolves again wherever the recording
+    is replayed from: a preset name or a mapping as given; a policy file by its path from the recording's
+    folder when the file lies in the recording's project (the corpus root replay looks under), so that edits
+    to the file apply to every later replay; else the file's policy itself, embedded under its own name."""
+    if not isinstance(policy, str | Mapping):
+        return resolved.name
+    if not (isinstance(policy, str) and policy.endswith((".yaml", ".yml"))):
+        return policy
+    file = Path(policy).resolve()
+    folder = recording.resolve().parent
+    if file.is_relative_to(corpus_root(folder)):
+        return Path(os.path.relpath(file, folder)).as_posix()
+    return {**read_policy_file(file), "name": resolved.name}
 
 
 def monotonic_ms() -> int:
@@ -144,7 +161,7 @@ class Session:
         if isinstance(record, Recorder) or record is None:
             self.recorder = record
         else:
-            spec = policy if isinstance(policy, str | Mapping) else resolved.name
+            spec = recorded_policy(policy, resolved, Path(record))
             self.recorder = Recorder(
                 record, name=name, policy=spec, task=task, context=context, description=description, tags=tags,
                 source=source, max_turns=max_turns, redactor=redactor, redact=redact, overwrite=overwrite,

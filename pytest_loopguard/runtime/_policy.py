@@ -33,7 +33,16 @@ from ..engines import ENGINE_ORDER, registry
 from ..engines.base import SettingError
 from ..errors import PolicyError, TraceError, brief
 
-__all__ = ["ALIASES", "Policy", "coerce_settings", "corpus_root", "preset_names", "resolve_policy", "resolving_once"]
+__all__ = [
+    "ALIASES",
+    "Policy",
+    "coerce_settings",
+    "corpus_root",
+    "preset_names",
+    "read_policy_file",
+    "resolve_policy",
+    "resolving_once",
+]
 
 ALIASES: Final[Mapping[str, str]] = types.MappingProxyType({"spacebot": "spacebot-worker"})
 _POLICY_KEYS: Final = frozenset({"preset", "extends", "name", "description", "tools", "source"})
@@ -184,6 +193,11 @@ def _read_mapping(path: Path, what: str) -> Mapping[str, Any]:
     if not isinstance(raw, Mapping):
         raise PolicyError(f"{what} must hold a mapping", source=str(path))
     return raw
+
+
+def read_policy_file(path: Path) -> Mapping[str, Any]:
+    """A policy file's mapping as written (what a recording embeds when the file cannot travel with it)."""
+    return _read_mapping(path, "a policy file")
 
 
 def corpus_root(start: Path) -> Path:
