@@ -2,9 +2,10 @@
 
 `--loopguard-update` asks for the edits of each mismatching trace (`expectation_edits`); the edits of one
 file are applied together (`update_yaml_file`): in YAML by splicing (`yamlsplice`), so an expectation that
-holds, a comment, the key order and the layout stay as they were; in JSONL on the edited lines alone. A trace without any expectation is filled in
-(`observed_trace`). A scenario's expectations on recorded steps past the end of its run are checked by
-nothing (`unchecked_expectations`): they are reported on every run and dropped by an update.
+holds, a comment, the key order and the layout stay as they were; in JSONL on the edited lines alone.
+A trace without any expectation is filled in (`observed_trace`). A scenario's expectations on recorded
+steps past the end of its run are checked by nothing (`unchecked_expectations`): they are reported on every
+run and dropped by an update.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ def test_an_explicit_policy_replays_a_trace_whose_own_policy_file_is_missing(tmp
     trace_path = write(tmp_path / "shared" / "t.yaml", TRACE)  # its policies/ folder did not travel with it
     trace = load(trace_path)  # the header's policy is not loaded when the trace is
     assert replay(trace, "default").counts()["warn"] == 2
-    with pytest.raises(TraceError, match="policy file 'policies/agentco.yaml' not found") as info:
+    with pytest.raises(TraceError, match=r"policy file 'policies/agentco\.yaml' not found") as info:
         replay(trace)  # the trace's own policy: now it is loaded, and its absence is one located line
     assert info.value.file == str(trace_path) and info.value.field == "policy"
 
