@@ -97,7 +97,7 @@ class TraceDiff:
 
 
 def _run(result: ReplayResult, steps: int, tokens: int) -> dict[str, Any]:
-    return {
+    out = {
         "policy": result.policy,
         "outcome": plain(result.outcome),
         "stopped_at": result.stopped_at,
@@ -105,6 +105,9 @@ def _run(result: ReplayResult, steps: int, tokens: int) -> dict[str, Any]:
         "steps": steps,
         "tokens": tokens,
     }
+    if result.unknown_results:  # a what-if replay: calls the recording's policy blocked ran, their results unknown
+        out["result_unknown"] = list(result.unknown_results)
+    return out
 
 
 def interventions(result: ReplayResult) -> list[Intervention]:

@@ -468,6 +468,8 @@ class TraceItem(pytest.Item):
         else:
             result, mismatches = streamed.result, streamed.mismatches
         file = _display_path(self.path, self.config.rootpath)
+        if (note := result.what_if_note()) is not None:  # calls blocked live ran under this policy: no result
+            warnings.warn(LoopguardWarning(f"{file}: {trace.name}: {note}"), stacklevel=1)
         unchecked = unchecked_expectations(trace, result)
         if state.update and (mismatches or unchecked or not has_expectations(trace)):
             self._update(result)

@@ -154,7 +154,7 @@ def summary_table(results: list[tuple[ReplayResult, list[Mismatch]]]) -> str:
 
 def json_entry(result: ReplayResult, mismatches: Sequence[Mismatch]) -> dict[str, Any]:
     """One trace's entry in the JSON report: plain data (under xdist it travels to the controller)."""
-    return {
+    entry = {
         "trace": result.trace.name,
         "file": result.trace.path,
         "policy": result.policy,
@@ -164,3 +164,7 @@ def json_entry(result: ReplayResult, mismatches: Sequence[Mismatch]) -> dict[str
         "counts": result.counts(),
         "passed": not mismatches,
     }
+    if (note := result.what_if_note()) is not None:  # a what-if replay: calls blocked live ran, results unknown
+        entry["result_unknown"] = list(result.unknown_results)
+        entry["what_if"] = note
+    return entry
