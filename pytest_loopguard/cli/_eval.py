@@ -57,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     labelled = match_labels(labels, runs, absent=absent) if labels is not None else {}
     if absent and labels is not None:
         shown = ", ".join(label.run_id for label in absent[:3]) + (", ..." if len(absent) > 3 else "")
-        err(f"loopguard: eval: {len(absent)} labelled runs of {labels.path} were not among the runs given (not scored): {shown}")
+        err(f"loopguard: eval: {len(absent)} labelled runs of {labels.path} were not among the runs given "
+            f"(not scored): {shown}")
     if sweep is not None:
         document: dict[str, Any] = {}
         for name, policy in zip(names, policies, strict=True):

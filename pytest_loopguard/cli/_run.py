@@ -109,8 +109,8 @@ def _replay_corpus(args: argparse.Namespace) -> int:
         if results:
             out(summary_table(results))
         for result, _ in results:
-            if (note := result.what_if_note()) is not None:
-                out(f"{result.trace.path}::{result.trace.name}: {note}")
+            if (what_if := result.what_if_note()) is not None:
+                out(f"{result.trace.path}::{result.trace.name}: {what_if}")
         for result, mismatches in results:
             if mismatches:
                 out()

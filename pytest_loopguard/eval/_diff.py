@@ -97,7 +97,7 @@ class TraceDiff:
 
 
 def _run(result: ReplayResult, steps: int, tokens: int) -> dict[str, Any]:
-    out = {
+    out: dict[str, Any] = {
         "policy": result.policy,
         "outcome": plain(result.outcome),
         "stopped_at": result.stopped_at,

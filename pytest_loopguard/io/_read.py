@@ -44,9 +44,9 @@ from ..core._model import (
 )
 from ..errors import PolicyError, TraceError, brief
 from ._spec import (
+    BLOCKED_KEYS,
     BUDGET_KEYS,
     BUDGET_MINIMUM,
-    BLOCKED_KEYS,
     CANCELLED_KEYS,
     COMPACTED_KEYS,
     CONTEXT_KEYS,

@@ -154,7 +154,7 @@ def summary_table(results: list[tuple[ReplayResult, list[Mismatch]]]) -> str:
 
 def json_entry(result: ReplayResult, mismatches: Sequence[Mismatch]) -> dict[str, Any]:
     """One trace's entry in the JSON report: plain data (under xdist it travels to the controller)."""
-    entry = {
+    entry: dict[str, Any] = {
         "trace": result.trace.name,
         "file": result.trace.path,
         "policy": result.policy,
