@@ -123,7 +123,11 @@ def interventions(result: ReplayResult) -> list[Intervention]:
 
 def _tokens(step: Step, got: StepResult) -> int:
     if step.llm is not None:
-        return (step.llm.input_tokens or 0) + (step.llm.output_tokens or 0)
+        prompt = step.llm.input_tokens
+        if prompt is None:  # a session given no count of its own keeps the provider's as `x-input_tokens`
+            kept = step.extensions.get("x-input_tokens")
+            prompt = kept if isinstance(kept, int) and not isinstance(kept, bool) else 0
+        return prompt + (step.llm.output_tokens or 0)
     if step.rejected is not None and step.rejected.llm is not None:
         return (step.rejected.llm.input_tokens or 0) + (step.rejected.llm.output_tokens or 0)
     if step.result is not None and got.action not in _NOT_RUN:
