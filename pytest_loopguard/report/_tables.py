@@ -75,6 +75,14 @@ def mismatch_table(result: ReplayResult, mismatches: list[Mismatch], context: in
     last = len(result.steps) - 1
     for index in by_step:
         shown.update(range(max(0, index - context), min(last, index + context) + 1))
+    for m in mismatches:  # a run-level mismatch shows the steps behind it: those it counts, where it stopped
+        if m.step is not None:
+            continue
+        if m.field.startswith("counts."):
+            action = m.field.removeprefix("counts.")
+            shown.update(s.index for s in result.steps if s.action == action)
+        elif m.field in ("outcome", "stopped_at", "stopped_by") and result.stopped_at is not None:
+            shown.add(result.stopped_at)
     rows: list[list[str]] = []
     previous: int | None = None
     for index in sorted(shown):
