@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Iterator, Mapping
-from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any, Final
 
@@ -124,6 +123,8 @@ def _misspelt_version(doc: Any, path: str | None, line: int | None = 1) -> Trace
     skipped such a file would pass having checked nothing."""
     if not isinstance(doc, Mapping) or "loopguard" in doc:
         return None
+    from difflib import SequenceMatcher  # only for a file that is no trace
+
     keys = [k for k in doc if isinstance(k, str)]
     near = max(keys, key=lambda k: SequenceMatcher(None, k.lower(), "loopguard").ratio(), default=None)
     if near is not None and SequenceMatcher(None, near.lower(), "loopguard").ratio() < _NEAR_VERSION:
