@@ -10,6 +10,7 @@ import argparse
 import json
 import subprocess
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -47,7 +48,8 @@ def diff_policy(spec: str) -> Policy:
         raise PolicyError(f"YAML error: {exc}", source=spec) from None
     if not isinstance(raw, dict):
         raise PolicyError("a policy file must hold a mapping", source=spec)
-    raw.setdefault("name", f"{path}@{rev}")
+    # the name the working copy goes by (its `name:`, else its stem), at this revision: one label per policy
+    raw["name"] = f"{raw.get('name') or Path(path).stem}@{rev}"
     return resolve_policy(raw)
 
 
