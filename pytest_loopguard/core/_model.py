@@ -173,6 +173,7 @@ class Verdict:
 
 _ALLOW: Final = Action.ALLOW  # a module global: cheaper to read than the enum's attribute, on every step
 _RAN: Final = frozenset((Action.ALLOW, Action.WARN))  # the actions under which a call goes ahead
+_REPR_STEPS: Final = 40  # the steps a trace's repr lists
 
 
 def combine(verdicts: tuple[Verdict, ...] | list[Verdict]) -> Action:
@@ -243,6 +244,32 @@ class Trace:
     path: str | None = None
     extensions: Mapping[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        """A summary a person reads (a failing property prints it): the name, the policy, the expectation,
+        and one line per step (its index, kind and call) instead of every field of every step."""
+        head = [repr(self.name)]
+        if self.policy is not None:
+            head.append(f"policy={self.policy!r}")
+        if self.expect is not None:
+            head.append(f"expect={self.expect!r}")
+        lines = []
+        for step in self.steps[:_REPR_STEPS]:
+            label = step.label(60)
+            text = label if label.startswith(step.kind) else f"{step.kind} {label}"
+            if step.result is not None and not step.result.ok:
+                text += f" -> error {(step.result.error or '')[:40]!r}"
+            if step.expect is not None:
+                text += f" expect {step.expect.action}"
+            lines.append(f"  {step.index} {text}")
+        if len(self.steps) > _REPR_STEPS:
+            lines.append(f"  ... and {len(self.steps) - _REPR_STEPS} more")
+        count = f"{len(self.steps)} step{'' if len(self.steps) == 1 else 's'}"
+        return f"Trace({', '.join(head)}, {count}" + (":\n" + "\n".join(lines) if lines else "") + ")"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """Hypothesis's and IPython's pretty printer: the same summary (not a field-by-field dump)."""
+        printer.text(repr(self))
 
     @property
     def objective(self) -> str:
