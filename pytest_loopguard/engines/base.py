@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
@@ -24,7 +23,6 @@ __all__ = [
     "register_engine",
     "registry",
     "registry_version",
-    "warning_before_block",
 ]
 
 
@@ -48,20 +46,6 @@ def at_least(settings: object, minimum: int, *names: str) -> None:
         value = getattr(settings, name)
         if value is not None and value < minimum:
             raise SettingError(name, f"expected an integer >= {minimum}, got {value!r}")
-
-
-def warning_before_block(settings: object) -> None:
-    """Raise SettingError when a `…warn_at` comes after its `…block_at`: the call is blocked before the warning
-    could be given, so the warning stage would silently never happen."""
-    for f in dataclasses.fields(settings):  # type: ignore[arg-type]
-        if not f.name.endswith("warn_at"):
-            continue
-        block_name = f.name.removesuffix("warn_at") + "block_at"
-        warn, block = getattr(settings, f.name), getattr(settings, block_name, None)
-        if warn is not None and block is not None and warn > block:
-            raise SettingError(f.name, f"the warning at {warn} would come after the block at {block} "
-                                       f"({block_name}) and never be given; set {f.name} <= {block_name}, or "
-                                       "null for no warning stage")
 
 
 class Engine:

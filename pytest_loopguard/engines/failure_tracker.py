@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from ..core._identity import key_part
 from ..core._model import Action, ToolCall, ToolResult, Verdict
 from ..core.hookspecs import hookimpl
-from .base import Engine, EngineSettings, at_least, per_settings, warning_before_block
+from .base import Engine, EngineSettings, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS, LRUMap
 
 if TYPE_CHECKING:
@@ -77,7 +77,6 @@ class Settings(EngineSettings):
 
     def __post_init__(self) -> None:
         at_least(self, 1, "max_keys")
-        warning_before_block(self)
 
 
 NAME: Final = "failure_tracker"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..core._identity import FLAT_SAME_AS, IDENTITIES, IdentityMode, is_flat
 from ..core._model import Action, Verdict
 from ..core.hookspecs import hookimpl
-from .base import Engine, EngineSettings, SettingError, at_least, per_settings, warning_before_block
+from .base import Engine, EngineSettings, SettingError, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS, LRUMap
 
 if TYPE_CHECKING:
@@ -64,7 +64,6 @@ class Settings(EngineSettings):
                  "ping_pong_min_repeats", "outcome_prefix_bytes")
         at_least(self, 1, "max_keys")
         at_least(self, 0, "max_warnings_per_call", "outcome_block_threshold")
-        warning_before_block(self)
         action: object = self.warn_action
         if type(action) is not Action:  # a plain name, from code (a policy file's is the member already)
             if not isinstance(action, str) or action not in (Action.WARN, Action.BLOCK):

@@ -39,7 +39,7 @@ from ..core._identity import key_part
 from ..core._model import Action, ToolCall, ToolResult, Verdict
 from ..core._runcontext import Region
 from ..core.hookspecs import hookimpl
-from .base import Engine, EngineSettings, at_least, warning_before_block
+from .base import Engine, EngineSettings, at_least
 from .lru import DEFAULT_MAX_KEYS, LRUMap
 
 if TYPE_CHECKING:
@@ -78,7 +78,6 @@ class Settings(EngineSettings):
 
     def __post_init__(self) -> None:
         at_least(self, 1, "max_keys")
-        warning_before_block(self)
 
 
 ReadTrackerSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
