@@ -286,12 +286,9 @@ class ToolStep(_StepFields):
     def label(self, width: int = 60) -> str:
         """How the step reads in a table: the call, after why it never ran (`denied by user: bash {...}`)."""
         n = self.not_run
-        if n is None:
+        if n is None or n.how == "blocked":  # blocked live: replay blocks it again, or says it is a what-if
             return self.call.short(width)
-        if n.how == "blocked":
-            head = "blocked live, result unknown: "
-        else:
-            head = f"{n.how} by {n.by}: " if n.by is not None else f"{n.how}: "
+        head = f"{n.how} by {n.by}: " if n.by is not None else f"{n.how}: "
         return head + self.call.short(max(width - len(head), 8))
 
 

@@ -27,7 +27,7 @@ def test_a_trace_prints_as_a_summary_of_one_line_per_step() -> None:
 
 
 def test_a_falsifying_example_shows_the_trace_summary(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_fuzz='''
+    pytester.makepyfile(test_drawn_trace_summary='''
 from hypothesis import given, settings
 from pytest_loopguard.strategies import traces
 
