@@ -134,7 +134,8 @@ def skipped_line(note: NotATraceError) -> str:
 
     from ..importers.recognise import skip_note  # the importers load only when a skipped file is reported
 
-    return f"loopguard: skipped: {skip_note(str(note.file), Path(str(note.file)), note)}"
+    # the line pytest's summary prints too (docs/import.md shows it), so every command says it one way
+    return f"loopguard: {skip_note(str(note.file), Path(str(note.file)), note)}"
 
 
 # ---- loading traces --------------------------------------------------------------------------------

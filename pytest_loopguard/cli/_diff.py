@@ -11,7 +11,9 @@ from ._common import EXIT_BAD_INPUT, report_errors
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="*", default=["traces"], metavar="PATHS", help="files or folders (default: traces)")
+    p.add_argument("paths", nargs="*", metavar="PATHS",
+                   help="trace files or folders; default: the loopguard_paths ini option, as pytest reads it; else "
+                        "traces (as `loopguard run`)")
     p.add_argument("--before", required=True, metavar="P", help="the old policy: preset, policy file or git:REV:PATH")
     p.add_argument("--after", required=True, metavar="Q", help="the new policy, in the same forms")
     form = p.add_mutually_exclusive_group()
@@ -22,6 +24,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ._policy_diff import compare  # YAML and git for git:REV:PATH, the diff itself, Markdown
+
+    if not args.paths:
+        from pathlib import Path
+
+        from ._inifile import trace_paths  # pytest's ini files: only when no PATHS are given
+
+        args.paths = trace_paths(Path.cwd())
 
     status, errors = compare(args)
     report_errors(errors)

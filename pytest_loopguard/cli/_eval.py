@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ._common import EXIT_BAD_INPUT, EXIT_OK, error
+from ._common import EXIT_BAD_INPUT, EXIT_OK, err, error
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -17,7 +17,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="traces, agent logs (imported), a tarball of logs with a resolved.json, or a corpus (its "
                         "manifest, archive or installed name; scored with its labels); none: the files the --labels "
                         "name")
-    p.add_argument("--labels", metavar="FILE", help="loop labels (the format of corpus/real/labels.yaml)")
+    p.add_argument("--labels", metavar="FILE",
+                   help="a loop labels file (YAML: each run's file, calls and labelled loops; docs/eval.md); the runs "
+                        "given are scored, and labelled runs not among them are named")
     p.add_argument("--policy", action="append", metavar="P", help="a preset or policy file; repeatable")
     p.add_argument("--json", action="store_true", help="print every figure and every run's score as JSON")
     p.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
@@ -29,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     """Load runs (and labels), score each policy, print the tables or JSON; 2 on bad input."""
     import json
 
-    from ..eval._labels import load_labels
+    from ..eval._labels import RunLabel, load_labels
     from ..eval._runs import ScoredRun, load_runs
     from ..eval._score import match_labels, score_policy
     from ..runtime._policy import resolve_policy
@@ -51,7 +53,12 @@ def run(args: argparse.Namespace) -> int:
     if not paths and labels is not None:  # the labels say which runs: each file they name, once, in their order
         paths = list(dict.fromkeys(labels.base / label.file for label in labels.runs))
     runs: list[ScoredRun] = load_runs(paths, skip=[labels_path] if labels_path else [])
-    labelled = match_labels(labels, runs) if labels is not None else {}
+    absent: list[RunLabel] = []
+    labelled = match_labels(labels, runs, absent=absent) if labels is not None else {}
+    if absent and labels is not None:
+        shown = ", ".join(label.run_id for label in absent[:3]) + (", ..." if len(absent) > 3 else "")
+        err(f"loopguard: eval: {len(absent)} labelled runs of {labels.path} were not among the runs given "
+            f"(not scored): {shown}")
     if sweep is not None:
         document: dict[str, Any] = {}
         for name, policy in zip(names, policies, strict=True):
@@ -66,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     scores = [score_policy(p, runs, labelled, name=n) for n, p in zip(names, policies, strict=True)]
     if args.json:
-        print(json.dumps({"runs": len(runs), "labelled": len(labelled),
+        print(json.dumps({"runs": len(runs), "labelled": len(labelled), "absent": [a.run_id for a in absent],
                           "policies": [s.to_dict() for s in scores]}, indent=2))
     else:
         print(render(scores, markdown=args.markdown))

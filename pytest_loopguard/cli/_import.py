@@ -6,7 +6,9 @@ import argparse
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("sources", nargs="+", metavar="SRC", help="log files, event folders or folders of logs")
+    p.add_argument("sources", nargs="+", metavar="SRC",
+                   help="log files, event folders, folders of logs, or tar archives of logs (.tar, .tar.gz, .tgz, "
+                        ".tar.bz2, .tar.xz)")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="folder for the traces (created)")
     p.add_argument("--from", dest="fmt", metavar="FORMAT", help="the logs' format (default: detect per file)")
     p.add_argument("--format", dest="out_format", choices=("yaml", "jsonl"), default="yaml",

@@ -233,11 +233,38 @@ def _digest(text: str) -> str:
 
 
 def _keyed(run: ImportedRun, source_key: str, run_key: str) -> ImportedRun:
-    """The run with its identity in the trace: the source's and the run's digest."""
+    """The run with its identity in the trace: the source's and the run's digest; the log's path in it (the
+    header's `source.origin`, each step's `source.file`) as `portable_path` gives it."""
     source = run.trace.get("source")
     source = dict(source) if isinstance(source, dict) else {"kind": "imported"}
     source["x-import-source"], source["x-import-run"] = source_key, run_key
-    return dataclasses.replace(run, trace={**run.trace, "source": source})
+    trace = {**run.trace, "source": source}
+    origin = source.get("origin")
+    if isinstance(origin, str) and (shown := portable_path(origin)) != origin:
+        source["origin"] = shown
+        steps = trace.get("steps")
+        if isinstance(steps, list):
+            trace["steps"] = [{**s, "source": {**s["source"], "file": portable_path(s["source"]["file"])}}
+                              if isinstance(s, dict) and isinstance(s.get("source"), dict)
+                              and isinstance(s["source"].get("file"), str) else s for s in steps]
+    return dataclasses.replace(run, trace=trace)
+
+
+def portable_path(name: str) -> str:
+    """A log's path as a trace keeps it: relative to where the import ran when the log lies under it, else
+    its file name (an archive's member keeps its own path after the archive's) — never the importing
+    machine's absolute path, which would travel with a shared corpus and match nothing elsewhere."""
+    archive, sep, member = name.partition(":")
+    if not archive.endswith(TAR_SUFFIXES):  # a colon in a file's own path
+        archive, sep, member = name, "", ""
+    path = Path(archive)
+    if not path.is_absolute():
+        return name
+    try:
+        shown = path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        shown = path.name
+    return f"{shown}{sep}{member}"
 
 
 def _write(trace: Any, target: Path) -> int | None:

@@ -10,6 +10,7 @@ import argparse
 import json
 import subprocess
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -47,7 +48,8 @@ def diff_policy(spec: str) -> Policy:
         raise PolicyError(f"YAML error: {exc}", source=spec) from None
     if not isinstance(raw, dict):
         raise PolicyError("a policy file must hold a mapping", source=spec)
-    raw.setdefault("name", f"{path}@{rev}")
+    # the name the working copy goes by (its `name:`, else its stem), at this revision: one label per policy
+    raw["name"] = f"{raw.get('name') or Path(path).stem}@{rev}"
     return resolve_policy(raw)
 
 
@@ -79,6 +81,7 @@ def render_text(diffs: Sequence[TraceDiff], before: str, after: str, *, show_all
         if d.changes:
             rows = [[c.kind, *_step(c)] for c in d.changes]
             lines.append(fit_table(rows, ["change", before, after]))
+        lines += [f"  {note}" for note in _what_if(d)]
         lines.append("")
     moved = sum(1 for d in diffs if d.moved)
     lines.append(f"loopguard diff: {len(diffs)} traces, {moved} moved ({before} → {after})")
@@ -94,7 +97,13 @@ def render_markdown(diffs: Sequence[TraceDiff], before: str, after: str, *, show
                  "<br>".join(f"{c.kind}: {' → '.join(s for s in _step(c) if s)}" for c in d.changes)]
                 for d in moved]
         out += [md_table(["trace", before, after, "steps", "tokens", "interventions"], rows), ""]
+    out += [f"- `{d.trace}`: {note}" for d in diffs for note in _what_if(d)]
     return "\n".join(out)
+
+
+def _what_if(d: TraceDiff) -> list[str]:
+    """The what-if notes of a trace's two replays: calls the recording's policy blocked that ran under one."""
+    return [note for note in (d.before.what_if_note(), d.after.what_if_note()) if note is not None]
 
 
 def compare(args: argparse.Namespace) -> tuple[int, list[TraceError]]:

@@ -43,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
             streamed = stream_timeline(args.file, args.policy, out)
         if streamed is not None:  # None: a scenario, simulated below as a whole
             report_warnings([streamed.result.trace])
+            if (note := streamed.result.what_if_note()) is not None:
+                out(note)
             for line in mismatch_lines(streamed.mismatches):
                 out(line)
             return EXIT_OK
@@ -60,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         print_json(result.to_dict())
         return EXIT_OK
     out(timeline_table(result))
+    if (note := result.what_if_note()) is not None:
+        out(note)
     for line in mismatch_lines(check(result)):
         out(line)
     return EXIT_OK

@@ -108,6 +108,9 @@ def _replay_corpus(args: argparse.Namespace) -> int:
     else:
         if results:
             out(summary_table(results))
+        for result, _ in results:
+            if (what_if := result.what_if_note()) is not None:
+                out(f"{result.trace.path}::{result.trace.name}: {what_if}")
         for result, mismatches in results:
             if mismatches:
                 out()

@@ -12,7 +12,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..errors import TraceError
+    from ..runtime._replay import policy_for
+
     traces, errors = validate_traces(args.paths)
+    ok = []
+    for trace in traces:  # a policy file a header names is read when the trace replays under it: read it here
+        try:
+            policy_for(trace)
+        except TraceError as exc:
+            errors.append(exc)
+            continue
+        ok.append(trace)
+    traces = ok
     for problem in errors:
         error(problem)
     files = len({t.path for t in traces})

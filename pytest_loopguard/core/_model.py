@@ -172,6 +172,8 @@ class Verdict:
 
 
 _ALLOW: Final = Action.ALLOW  # a module global: cheaper to read than the enum's attribute, on every step
+_RAN: Final = frozenset((Action.ALLOW, Action.WARN))  # the actions under which a call goes ahead
+_REPR_STEPS: Final = 40  # the steps a trace's repr lists
 
 
 def combine(verdicts: tuple[Verdict, ...] | list[Verdict]) -> Action:
@@ -243,6 +245,32 @@ class Trace:
     extensions: Mapping[str, Any] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
 
+    def __repr__(self) -> str:
+        """A summary a person reads (a failing property prints it): the name, the policy, the expectation,
+        and one line per step (its index, kind and call) instead of every field of every step."""
+        head = [repr(self.name)]
+        if self.policy is not None:
+            head.append(f"policy={self.policy!r}")
+        if self.expect is not None:
+            head.append(f"expect={self.expect!r}")
+        lines = []
+        for step in self.steps[:_REPR_STEPS]:
+            label = step.label(60)
+            text = label if label.startswith(step.kind) else f"{step.kind} {label}"
+            if step.result is not None and not step.result.ok:
+                text += f" -> error {(step.result.error or '')[:40]!r}"
+            if step.expect is not None:
+                text += f" expect {step.expect.action}"
+            lines.append(f"  {step.index} {text}")
+        if len(self.steps) > _REPR_STEPS:
+            lines.append(f"  ... and {len(self.steps) - _REPR_STEPS} more")
+        count = f"{len(self.steps)} step{'' if len(self.steps) == 1 else 's'}"
+        return f"Trace({', '.join(head)}, {count}" + (":\n" + "\n".join(lines) if lines else "") + ")"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """Hypothesis's and IPython's pretty printer: the same summary (not a field-by-field dump)."""
+        printer.text(repr(self))
+
     @property
     def objective(self) -> str:
         """The original task: `task.objective`, else the first user message, else empty."""
@@ -305,8 +333,8 @@ class ReplayResult:
     Immutable by convention.
     """
 
-    __slots__ = ("_actions", "_steps", "_verdicts", "outcome", "policy", "step_counts", "stopped_at", "stopped_by",
-                 "trace")
+    __slots__ = ("_actions", "_steps", "_unknown", "_verdicts", "outcome", "policy", "step_counts", "stopped_at",
+                 "stopped_by", "trace")
 
     def __init__(
         self,
@@ -317,6 +345,7 @@ class ReplayResult:
         stopped_by: str | None,
         steps: tuple[StepResult, ...],
         step_counts: Mapping[str, int] | None = None,  # a streamed replay keeps these instead of the steps
+        unknown_results: tuple[int, ...] | None = None,  # and these, found as it read (else from the steps)
     ) -> None:
         self.trace = trace
         self.policy = policy
@@ -327,6 +356,7 @@ class ReplayResult:
         self._steps: tuple[StepResult, ...] | None = steps
         self._actions: Sequence[StepAction] = ()
         self._verdicts: Mapping[int, tuple[Verdict, ...]] = {}
+        self._unknown = unknown_results
 
     @classmethod
     def of_actions(
@@ -359,6 +389,18 @@ class ReplayResult:
             )
         return self._steps
 
+    @property
+    def unknown_results(self) -> tuple[int, ...]:
+        """The steps whose call the recorded run's policy blocked live (`blocked`: it never ran, so its result
+        is unknown) but this replay's policy let run: a what-if replay under a looser policy. No result is fed
+        to the engines for them (as for a call that never ran), so the verdicts after them may differ from a
+        live run under this policy; every output says so."""
+        if self._unknown is not None:
+            return self._unknown
+        actions = self._actions if self._steps is None else [s.action for s in self._steps]
+        return tuple(step.index for step, action in zip(self.trace.steps, actions, strict=False)
+                     if step.not_run is not None and step.not_run.how == "blocked" and action in _RAN)
+
     def counts(self) -> dict[str, int]:
         """Steps per combined action (every step, `not_reached` included), keyed by the plain names."""
         if self.step_counts is not None:
@@ -389,7 +431,7 @@ class ReplayResult:
 
     def to_dict(self) -> dict[str, Any]:
         """The replay as plain data (outcome and actions as plain strings): what `replay --json` prints."""
-        return {
+        out: dict[str, Any] = {
             "trace": self.trace.name,
             "policy": self.policy,
             "outcome": plain(self.outcome),
@@ -397,6 +439,24 @@ class ReplayResult:
             "stopped_by": self.stopped_by,
             "steps": [_step_dict(r, self.trace.steps) for r in self.steps],
         }
+        unknown = self.unknown_results
+        if unknown:  # a what-if replay: calls blocked live ran here, with no result to feed
+            out["result_unknown"] = list(unknown)
+            for row in out["steps"]:
+                if row["index"] in unknown:
+                    row["result_unknown"] = True
+        return out
+
+    def what_if_note(self) -> str | None:
+        """The one line every output prints for a what-if replay (`unknown_results`), else None."""
+        unknown = self.unknown_results
+        if not unknown:
+            return None
+        shown = ", ".join(map(str, unknown[:10])) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+        calls = "call" if len(unknown) == 1 else "calls"
+        return (f"what-if: {len(unknown)} {calls} the recording's policy blocked ran under {self.policy} (step "
+                f"{shown}); the recording has no result for them (result unknown), so the verdicts after them "
+                "may differ from a live run under this policy")
 
 
 def _step_dict(result: StepResult, steps: Sequence[Step]) -> dict[str, Any]:

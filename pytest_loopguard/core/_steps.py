@@ -48,7 +48,9 @@ Origin = Literal["user", "harness", "agent"]
 PHASES: Final = ("explore", "act", "verify", "recover", "done")
 STEP_KINDS: Final = ("tool", "llm", "phase", "message", "done", "rejected", "compacted")
 ORIGINS: Final = ("user", "harness", "agent")
-NOT_RUN_HOWS: Final = ("denied", "cancelled")  # why a call never ran: a person or rule refused it; its batch failed
+# why a call never ran: a person or rule refused it; its batch failed; the recording's own policy blocked it live
+# (what it would have returned is unknown: a replay under a looser policy has no result to feed)
+NOT_RUN_HOWS: Final = ("denied", "cancelled", "blocked")
 DENIED_BY: Final = ("user", "rule")
 TRIGGERS: Final = ("auto", "manual")
 
@@ -132,6 +134,7 @@ class ToolResult:
 
 
 OK: Final = ToolResult()
+CHANGED_ONLY: Final = ToolResult(changed=True)  # all a call that never ran may hold: its file changed before it
 
 
 @final
@@ -182,10 +185,12 @@ class Rejected:
 @final
 @dataclass(frozen=True, slots=True)
 class NotRun:
-    """Why a call the agent made never ran: `denied` (by a person, `user`, or a permission `rule`) or
-    `cancelled` (another call of its batch failed first). Such a call has no result."""
+    """Why a call the agent made never ran: `denied` (by a person, `user`, or a permission `rule`),
+    `cancelled` (another call of its batch failed first) or `blocked` (the recording's policy blocked it live;
+    `reason` is the blocking verdict's reason code). Such a call has no result: a replay whose policy lets a
+    blocked one run has none to feed (`ReplayResult.unknown_results`)."""
 
-    how: Literal["denied", "cancelled"]
+    how: Literal["denied", "cancelled", "blocked"]
     reason: str
     by: Literal["user", "rule"] | None = None  # who denied it; a cancelled call names no one
 
@@ -281,7 +286,7 @@ class ToolStep(_StepFields):
     def label(self, width: int = 60) -> str:
         """How the step reads in a table: the call, after why it never ran (`denied by user: bash {...}`)."""
         n = self.not_run
-        if n is None:
+        if n is None or n.how == "blocked":  # blocked live: replay blocks it again, or says it is a what-if
             return self.call.short(width)
         head = f"{n.how} by {n.by}: " if n.by is not None else f"{n.how}: "
         return head + self.call.short(max(width - len(head), 8))
@@ -467,8 +472,10 @@ def make_step(
         if call is None or extra:
             raise TypeError(f"a tool step takes `call` (and `result` or `not_run`), "
                             f"not {', '.join(extra) or 'no call'}")
-        if not_run is not None and result is not None:
-            raise TypeError(f"a call that never ran ({not_run.how}) has no `result`")
+        if not_run is not None and result is not None and (not_run.how != "blocked" or result != CHANGED_ONLY):
+            # a blocked one may hold what was known before it ran: whether its file changed outside
+            raise TypeError(f"a call that never ran ({not_run.how}) has no `result`"
+                            + (" but `changed`" if not_run.how == "blocked" else ""))
         return ToolStep(index, call, result, not_run, **common)
     cls = STEP_CLASSES.get(kind)
     if cls is None:

@@ -97,7 +97,7 @@ class TraceDiff:
 
 
 def _run(result: ReplayResult, steps: int, tokens: int) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "policy": result.policy,
         "outcome": plain(result.outcome),
         "stopped_at": result.stopped_at,
@@ -105,6 +105,9 @@ def _run(result: ReplayResult, steps: int, tokens: int) -> dict[str, Any]:
         "steps": steps,
         "tokens": tokens,
     }
+    if result.unknown_results:  # a what-if replay: calls the recording's policy blocked ran, their results unknown
+        out["result_unknown"] = list(result.unknown_results)
+    return out
 
 
 def interventions(result: ReplayResult) -> list[Intervention]:
@@ -120,7 +123,11 @@ def interventions(result: ReplayResult) -> list[Intervention]:
 
 def _tokens(step: Step, got: StepResult) -> int:
     if step.llm is not None:
-        return (step.llm.input_tokens or 0) + (step.llm.output_tokens or 0)
+        prompt = step.llm.input_tokens
+        if prompt is None:  # a session given no count of its own keeps the provider's as `x-input_tokens`
+            kept = step.extensions.get("x-input_tokens")
+            prompt = kept if isinstance(kept, int) and not isinstance(kept, bool) else 0
+        return prompt + (step.llm.output_tokens or 0)
     if step.rejected is not None and step.rejected.llm is not None:
         return (step.rejected.llm.input_tokens or 0) + (step.rejected.llm.output_tokens or 0)
     if step.result is not None and got.action not in _NOT_RUN:

@@ -283,11 +283,15 @@ def score_run(run: ScoredRun, label: RunLabel | None, result: ReplayResult) -> R
     return RunScore(run, label, outcome, evs, loops, false_stop, compacted, compacts)
 
 
-def match_labels(labels: Labels, runs: Sequence[ScoredRun]) -> dict[int, RunLabel]:
-    """The label of each labelled run (by position in `runs`); every label must find its run.
+def match_labels(labels: Labels, runs: Sequence[ScoredRun], *,
+                 absent: list[RunLabel] | None = None) -> dict[int, RunLabel]:
+    """The label of each labelled run (by position in `runs`).
 
-    Raises `LabelsError` naming the entry for a run that is not there, a file holding several runs
-    without a `row`, or a range past the run's end.
+    A label finds its run by the file it names (relative to the labels' base), else — for a trace imported
+    from that file — by the trace's `source.origin`, so labels of raw logs score the traces made of them. A
+    label whose run is not among `runs` is appended to `absent` when given (the runs given are scored, and
+    the caller says which labelled runs were not), else it is an error. Raises `LabelsError` naming the
+    entry for a missing run, a file holding several runs without a `row`, or a call count that differs.
     """
     base = labels.base.absolute()  # not resolve(): a folder of symlinks to the corpus names the links
     by_key: dict[tuple[str, int], int] = {}
@@ -303,19 +307,45 @@ def match_labels(labels: Labels, runs: Sequence[ScoredRun]) -> dict[int, RunLabe
         rows[rel] = run.rows
     out: dict[int, RunLabel] = {}
     for label in labels.runs:
-        if label.file not in rows:
-            raise labels.error(label, "no such run among the paths given (the file was not read)", "file")
-        if label.row is None and rows[label.file] > 1:
-            raise labels.error(label, f"the file holds {rows[label.file]} runs; name one with `row`", "row")
-        row = label.row or 0
-        if row >= rows[label.file]:
-            raise labels.error(label, f"no row {row}: the file holds {rows[label.file]} run(s)", "row")
-        i = by_key[(label.file, row)]
+        if label.file in rows:
+            if label.row is None and rows[label.file] > 1:
+                raise labels.error(label, f"the file holds {rows[label.file]} runs; name one with `row`", "row")
+            row = label.row or 0
+            if row >= rows[label.file]:
+                raise labels.error(label, f"no row {row}: the file holds {rows[label.file]} run(s)", "row")
+            i = by_key[(label.file, row)]
+        else:
+            imported = _imported_from(label, runs, set(by_key.values()) | set(out))
+            if imported is None:
+                if absent is None:
+                    raise labels.error(label, "no such run among the paths given (the file was not read)", "file")
+                absent.append(label)
+                continue
+            i = imported
         n = call_count(runs[i].trace)
         if n != label.calls:
             raise labels.error(label, f"the labels say {label.calls} calls, the run has {n}", "calls")
         out[i] = label
     return out
+
+
+def _imported_from(label: RunLabel, runs: Sequence[ScoredRun], taken: set[int]) -> int | None:
+    """The run imported from the log `label` names: its `source.origin` is that file (the path as the import
+    was given it: the label's path, a path ending in it, or its last parts) and its steps' `source.row` the
+    label's row. None when no run, or more than one, fits."""
+    wanted = label.file.split("/")
+    found = []
+    for i, run in enumerate(runs):
+        origin = run.trace.source.get("origin")
+        if i in taken or not isinstance(origin, str) or not origin:
+            continue
+        parts = [p for p in Path(origin).as_posix().split("/") if p not in ("", ".")]
+        if not parts or not (parts[-len(wanted):] == wanted or wanted[-len(parts):] == parts):
+            continue
+        row = next((s.source.row for s in run.trace.steps if s.source is not None and s.source.row is not None), 0)
+        if row == (label.row or 0):
+            found.append(i)
+    return found[0] if len(found) == 1 else None
 
 
 def score_policy(policy: Policy, runs: Sequence[ScoredRun], labelled: Mapping[int, RunLabel], *,

@@ -113,6 +113,30 @@ def _claims_trace(doc: Any) -> bool:
     return isinstance(doc, Mapping) and "loopguard" in doc
 
 
+# a key this close to `loopguard` (loopgaurd, loop_guard, LoopGuard) is a misspelt version key
+_NEAR_VERSION: Final = 0.8
+
+
+def _misspelt_version(doc: Any, path: str | None, line: int | None = 1) -> TraceError | None:
+    """The error for a mapping that lacks the `loopguard` key yet is plainly a trace: it has a key spelt almost
+    like it, or a trace's `name`, `steps` and `expect` — else None (some other file, skipped). A CI gate that
+    skipped such a file would pass having checked nothing."""
+    if not isinstance(doc, Mapping) or "loopguard" in doc:
+        return None
+    from difflib import SequenceMatcher  # only for a file that is no trace
+
+    keys = [k for k in doc if isinstance(k, str)]
+    near = max(keys, key=lambda k: SequenceMatcher(None, k.lower(), "loopguard").ratio(), default=None)
+    if near is not None and SequenceMatcher(None, near.lower(), "loopguard").ratio() < _NEAR_VERSION:
+        near = None
+    if near is None and not {"name", "steps", "expect"} <= set(keys):
+        return None
+    meant = near if near is not None else ("version" if "version" in keys else None)
+    problem = "no 'loopguard' version key, but this looks like a trace (name, steps, expect): "
+    problem += "did you mean `loopguard`?" if meant is not None else "add `loopguard: 1` as its first key"
+    return TraceError(problem, file=path, line=line, field=meant or "loopguard")
+
+
 def _not_a_trace(path: str | None, document: Any = None, *, parsed: bool = True) -> NotATraceError:
     problem = MISSING_VERSION if document is None or isinstance(document, Mapping) else (
         f"expected a mapping with a top-level 'loopguard' key, got {tname(document)}")
@@ -125,20 +149,33 @@ def loads(text: str, *, fmt: str = "yaml", path: str | None = None) -> list[Trac
     Text in which no document has a top-level `loopguard` key raises `NotATraceError`: some other file.
     Text that never mentions `loopguard` is not parsed at all (a substring scan decides it).
     """
-    if "loopguard" not in text:
+    if "loopguard" not in text and not _maybe_misspelt(text):
         raise _not_a_trace(path, parsed=False)
     if fmt == "jsonl":
         return [_loads_jsonl(text, path)]
     if fmt == "json":
+        if "loopguard" not in text:
+            raw = _parsed_or_none(lambda: parse_json(text, path))
+            raise _misspelt_version(raw, path) or _not_a_trace(path, raw, parsed=raw is not None)
         raw = parse_json(text, path)
         if not _claims_trace(raw):
-            raise _not_a_trace(path, raw)
+            raise _misspelt_version(raw, path) or _not_a_trace(path, raw)
         try:
             return [trace_from_mapping(raw, path=path)]
         except TraceError as exc:
             raise exc.located(file=path) from None
-    docs = parse_yaml(text, path)
+    if "loopguard" not in text:
+        parsed = _parsed_or_none(lambda: parse_yaml(text, path))
+        if parsed is None:  # some other file YAML refuses: not a trace, as before
+            raise _not_a_trace(path, parsed=False)
+        docs = parsed
+    else:
+        docs = parse_yaml(text, path)
     if not any(_claims_trace(doc) for doc in docs):
+        for i, doc in enumerate(docs):
+            misspelt = _misspelt_version(doc, path)
+            if misspelt is not None:
+                raise misspelt.located(file=path, line=_yaml_line(text, i, None, misspelt.field) or 1)
         raise _not_a_trace(path, next((d for d in docs if d is not None), None))
     traces = []
     for i, doc in enumerate(docs):
@@ -150,6 +187,19 @@ def loads(text: str, *, fmt: str = "yaml", path: str | None = None) -> list[Trac
             line = _yaml_line(text, i, exc.step, exc.field)
             raise exc.located(file=path, line=line) from None
     return traces
+
+
+def _maybe_misspelt(text: str) -> bool:
+    """Whether text without `loopguard` in it could still be a trace with its version key misspelt (worth
+    parsing to see): a cheap scan, so that most other files are still never parsed."""
+    return "steps" in text or "loop" in text.lower()
+
+
+def _parsed_or_none(parse: Any) -> Any:
+    try:
+        return parse()
+    except TraceError:
+        return None
 
 
 def _loads_jsonl(text: str, path: str | None) -> Trace:
@@ -168,7 +218,9 @@ def _loads_jsonl(text: str, path: str | None) -> Trace:
             raise _not_a_trace(path, parsed=False) from None
         raise
     if not _claims_trace(header_value):
-        raise _not_a_trace(path, header_value)
+        # a JSONL header holds no steps: its name and an expectation, or a key spelt almost `loopguard`, claim it
+        header_like = {**header_value, "steps": []} if isinstance(header_value, Mapping) else header_value
+        raise _misspelt_version(header_like, path, first_line) or _not_a_trace(path, header_value)
     fast = _plain_jsonl(header_value, numbered[1:], path)
     if fast is not None:
         return fast

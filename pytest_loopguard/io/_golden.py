@@ -1,15 +1,17 @@
 """Golden updates: the expectations a replay disproves, rewritten to what it observed, and nothing else.
 
 `--loopguard-update` asks for the edits of each mismatching trace (`expectation_edits`); the edits of one
-file are applied together (`update_yaml_file`) by splicing (`yamlsplice`), so an expectation that holds,
-a comment, the key order and the layout stay as they were. A trace without any expectation is filled in
-(`observed_trace`). A scenario's expectations on recorded steps past the end of its run are checked by
-nothing (`unchecked_expectations`): they are reported on every run and dropped by an update.
+file are applied together (`update_yaml_file`): in YAML by splicing (`yamlsplice`), so an expectation that
+holds, a comment, the key order and the layout stay as they were; in JSONL on the edited lines alone.
+A trace without any expectation is filled in (`observed_trace`). A scenario's expectations on recorded
+steps past the end of its run are checked by nothing (`unchecked_expectations`): they are reported on every
+run and dropped by an update.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -143,16 +145,20 @@ def expectation_edits(trace: Trace, result: ReplayResult, document: int) -> tupl
 
 
 def update_yaml_file(path: Path, edits: Sequence[Edit]) -> bool:
-    """Apply `edits` to the YAML file at `path`; False when the text came out the same (nothing written).
+    """Apply `edits` to the trace file at `path` (YAML, JSON or JSONL); False when the text came out the same
+    (nothing written).
 
-    The new text is loaded back and each edited value compared with the one intended before anything is
-    written, so a splice that went wrong raises SpliceError and leaves the file as it was.
+    YAML is spliced value by value; a JSONL file has only the lines the edits reach rewritten (the header, a
+    step's line), a JSON file its document. The new text is loaded back and each edited value compared with
+    the one intended before anything is written, so an edit that went wrong raises SpliceError and leaves the
+    file as it was.
     """
     text = path.read_text(encoding="utf-8")
-    new = apply_edits(text, edits)
+    fmt = {".json": "json", ".jsonl": "jsonl"}.get(path.suffix.lower(), "yaml")
+    new = apply_edits(text, edits) if fmt == "yaml" else _edit_json_text(text, edits, fmt, path)
     if new == text:
         return False
-    traces = loads(new, path=str(path))
+    traces = loads(new, fmt=fmt, path=str(path))
     for edit in edits:
         if edit.document >= len(traces):
             raise SpliceError(f"{path}: document {edit.document} is gone after the edit")
@@ -162,6 +168,52 @@ def update_yaml_file(path: Path, edits: Sequence[Edit]) -> bool:
                               f"not {edit.value!r}; the file was not changed")
     path.write_text(new, encoding="utf-8")
     return True
+
+
+def _edit_json_text(text: str, edits: Sequence[Edit], fmt: str, path: Path) -> str:
+    """`text` with `edits` applied: in JSONL, each edited line parsed, changed and written back on its own (the
+    header carries the run expectation, step i is the (i+1)-th record), every other line byte for byte."""
+    if fmt == "json":
+        document = json.loads(text)
+        for edit in edits:
+            _set(document, edit.path, edit.value, path)
+        return json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+    lines = text.split("\n")  # only "\n" ends a record, as the loader reads it
+    records = [i for i, line in enumerate(lines) if line.strip()]
+    by_line: dict[int, list[tuple[tuple[str | int, ...], Any]]] = defaultdict(list)
+    for edit in edits:
+        if edit.path[:1] == ("steps",) and len(edit.path) > 2 and isinstance(edit.path[1], int):
+            record, rest = edit.path[1] + 1, edit.path[2:]
+        else:
+            record, rest = 0, edit.path
+        if record >= len(records):
+            raise SpliceError(f"{path}: no line holds {'.'.join(map(str, edit.path))}")
+        by_line[records[record]].append((rest, edit.value))
+    for at, changes in by_line.items():
+        value = json.loads(lines[at])
+        for rest, new in changes:
+            _set(value, rest, new, path)
+        lines[at] = json.dumps(value, ensure_ascii=False)
+    return "\n".join(lines)
+
+
+def _set(value: Any, path: Sequence[str | int], new: Any, file: Path) -> None:
+    """Set (or, for REMOVE, delete) the value at `path`, making the mappings on the way that are missing."""
+    for key in path[:-1]:
+        if isinstance(value, list) and isinstance(key, int) and key < len(value):
+            value = value[key]
+        elif isinstance(value, dict):
+            value = value.setdefault(key, {})
+        else:
+            raise SpliceError(f"{file}: {'.'.join(map(str, path))} is not a mapping's key")
+    last = path[-1]
+    if not isinstance(value, (dict, list)):
+        raise SpliceError(f"{file}: {'.'.join(map(str, path))} is not a mapping's key")
+    if new is REMOVE:
+        if isinstance(value, dict):
+            value.pop(last, None)
+    else:
+        value[last] = new  # type: ignore[index]
 
 
 def _at(value: Any, path: Sequence[str | int]) -> Any:

@@ -44,6 +44,7 @@ from ..core._model import (
 )
 from ..errors import PolicyError, TraceError, brief
 from ._spec import (
+    BLOCKED_KEYS,
     BUDGET_KEYS,
     BUDGET_MINIMUM,
     CANCELLED_KEYS,
@@ -218,7 +219,8 @@ def read_step(raw: Any, index: int) -> Step:
         except ValueError as exc:
             raise _fail(str(exc), "args", index) from None
         result = _result(s["result"], index) if s.get("result") is not None else None
-        not_run = _not_run(s, index, result is not None) if "denied" in s or "cancelled" in s else None
+        not_run = (_not_run(s, index, result is not None) if "denied" in s or "cancelled" in s or "blocked" in s
+                   else None)
         return ToolStep(index, call, result, not_run, **common)
     if kind == "llm":
         return LLMStep(index, _llm(s["llm"], "llm", LLM_KEYS, index), **common)
@@ -263,13 +265,20 @@ def _rejected(raw: Any, step: int) -> Rejected:
 
 
 def _not_run(s: Mapping[str, Any], step: int, has_result: bool) -> NotRun | None:
-    """Why a call never ran (`denied: {reason, by}` or `cancelled: {reason}`), checked against its other keys."""
-    denied, cancelled = s.get("denied"), s.get("cancelled")
-    if denied is None and cancelled is None:
+    """Why a call never ran (`denied: {reason, by}`, `cancelled: {reason}` or `blocked: {reason}`), checked
+    against its other keys."""
+    denied, cancelled, blocked = s.get("denied"), s.get("cancelled"), s.get("blocked")
+    given = [how for how, value in (("denied", denied), ("cancelled", cancelled), ("blocked", blocked))
+             if value is not None]
+    if not given:
         return None
-    if denied is not None and cancelled is not None:
-        raise _fail("a call that never ran is denied or cancelled, not both", "cancelled", step)
-    how = "denied" if denied is not None else "cancelled"
+    if len(given) > 1:
+        raise _fail(f"a call that never ran is {' or '.join(given)}, not both", given[1], step)
+    how = given[0]
+    if how == "blocked":  # its result, if any, is what was known before it ran (`changed`)
+        b = _mapping(blocked, "blocked", step)
+        _keys(b, BLOCKED_KEYS, "blocked", step)
+        return NotRun("blocked", _why(b, "blocked", step))
     if has_result:
         raise _fail(f"a {how} call never ran: it has no result (drop 'result' or '{how}')", "result", step)
     if how == "denied":
@@ -448,6 +457,10 @@ def _opt_turns(d: Mapping[str, Any]) -> int | None:
 
 
 def _check_policy(policy: Any, path: str | None) -> None:
+    """A preset name or an inline mapping is checked as the trace loads; a policy file the trace names is read
+    only by the replay that uses it (`policy_for`), so an explicit policy replays a trace whose file is gone."""
+    if isinstance(policy, str) and policy.endswith((".yaml", ".yml")):
+        return
     from ..runtime._policy import resolve_policy  # policy imports engines; keep trace loading light until needed
 
     try:

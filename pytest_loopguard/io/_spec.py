@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import combinations
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
@@ -21,6 +22,7 @@ from ..core._model import STEP_KINDS as _STEP_KINDS
 from ..errors import TraceError
 
 __all__ = [
+    "BLOCKED_KEYS",
     "BUDGET_KEYS",
     "BUDGET_MINIMUM",
     "CANCELLED_KEYS",
@@ -192,6 +194,10 @@ DENIED: Final = Shape("denied", (
     Field("by", choices=DENIED_BY, description="who denied the call: a person (user) or a permission rule"),
 ))
 CANCELLED: Final = Shape("cancelled", (_text("reason", required=True, nullable=False, non_empty=True),))
+# a call the recording's own policy blocked live (the recorder writes it): it never ran, so what it would have
+# returned is unknown; its `result` holds at most what was known before it ran (`changed`)
+BLOCKED: Final = Shape("blocked", (_text("reason", required=True, nullable=False, non_empty=True,
+                                         description="the blocking verdict's reason code"),))
 # the log's own compaction event: where the real agent compacted its context
 COMPACTED: Final = Shape("compacted", (
     Field("trigger", choices=TRIGGERS),
@@ -222,7 +228,8 @@ STEP_KINDS: Final[Mapping[str, tuple[Field, ...]]] = MappingProxyType({
              Field("args", ("object",)),
              Field("result", ref="result"),
              Field("denied", ref="denied"),
-             Field("cancelled", ref="cancelled")),
+             Field("cancelled", ref="cancelled"),
+             Field("blocked", ref="blocked")),
     "llm": (Field("llm", ref="llm"),),
     "phase": (Field("phase", choices=PHASES, nullable=False),),
     "message": (Field("message", ref="message", nullable=False),),
@@ -244,8 +251,10 @@ STEP_COMMON: Final = (
     Field("source", ref="stepSource"),
 )
 STEP: Final = Shape("step", (*(f for fields in STEP_KINDS.values() for f in fields), *STEP_COMMON), rules=(
-    # a call that never ran is denied or cancelled, not both, and has no result
-    {"not": {"anyOf": [_both(*NOT_RUN_KEYS), *(_both(how, "result") for how in NOT_RUN_KEYS)]}},
+    # a call that never ran did so for one reason; a denied or cancelled one has no result (a blocked one may
+    # hold what was known before it, `changed`)
+    {"not": {"anyOf": [*(_both(a, b) for a, b in combinations(NOT_RUN_KEYS, 2)),
+                       *(_both(how, "result") for how in NOT_RUN_KEYS if how != "blocked")]}},
 ))
 TRACE: Final = Shape("trace", (
     Field("loopguard", const=1, required=True, nullable=False, header=True, description="The format version."),
@@ -273,7 +282,7 @@ TRACE: Final = Shape("trace", (
 ))
 SHAPES: Final[Mapping[str, Shape]] = MappingProxyType({s.name: s for s in (
     TRACE, TASK, BUDGET, SOURCE, CONTEXT, STEP, RESULT, LLM, USAGE, MESSAGE, DONE, REJECTED, DENIED, CANCELLED,
-    COMPACTED, STEP_EXPECT, RUN_EXPECT, STEP_SOURCE)})
+    BLOCKED, COMPACTED, STEP_EXPECT, RUN_EXPECT, STEP_SOURCE)})
 
 # ---- the key lists the readers check against, derived from the shapes above ----------------------------
 TOP_KEYS: Final = TRACE.keys
@@ -290,6 +299,7 @@ DONE_KEYS: Final = DONE.keys
 REJECTED_KEYS: Final = REJECTED.keys
 DENIED_KEYS: Final = DENIED.keys
 CANCELLED_KEYS: Final = CANCELLED.keys
+BLOCKED_KEYS: Final = BLOCKED.keys
 COMPACTED_KEYS: Final = COMPACTED.keys
 EXPECT_KEYS: Final = STEP_EXPECT.keys
 RUN_EXPECT_KEYS: Final = RUN_EXPECT.keys

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core._expect import Mismatch, check_reached, check_run
-from ..core._model import ReplayResult, Step, StepResult, ToolCall
+from ..core._model import Action, ReplayResult, Step, StepResult, ToolCall
 from ..errors import TraceError
 from ..runtime._policy import Policy
 from ..runtime._protocol import Run, turn_plan
@@ -29,6 +29,8 @@ from ..runtime._replay import Replayer, policy_for
 from . import _jsonl
 
 __all__ = ["StreamedRun", "replay_jsonl"]
+
+_RAN = frozenset((Action.ALLOW, Action.WARN))  # the actions under which a call goes ahead
 
 
 class StreamedRun:
@@ -108,6 +110,7 @@ def replay_jsonl(
             replayer = Replayer(header, resolved, _jsonl.objective(header, name))
             counts: dict[str, int] = {}
             mismatches: list[Mismatch] = []
+            unknown: list[int] = []  # calls blocked live that run here: `ReplayResult.unknown_results`
             strict = header.strict
             steps = _jsonl.steps(rows, name, torn)
 
@@ -117,6 +120,8 @@ def replay_jsonl(
                 if on_step is not None:
                     on_step(step, got)
                 counts[got.action] = counts.get(got.action, 0) + 1
+                if step.not_run is not None and step.not_run.how == "blocked" and got.action in _RAN:
+                    unknown.append(step.index)
                 m = check_reached(step, got, strict)
                 if m is not None:
                     mismatches.append(m)
@@ -131,9 +136,13 @@ def replay_jsonl(
                     verdicts = advance(step, calls)
                     if not verdicts:
                         counts["allow"] = counts.get("allow", 0) + 1
+                        if step.not_run is not None and step.not_run.how == "blocked":
+                            unknown.append(step.index)
                         continue
                     got = replayer.result_of(step, verdicts)
                     counts[got.action] = counts.get(got.action, 0) + 1
+                    if step.not_run is not None and step.not_run.how == "blocked" and got.action in _RAN:
+                        unknown.append(step.index)
                     if (m := check_reached(step, got, strict)) is not None:
                         mismatches.append(m)
                 else:
@@ -151,7 +160,7 @@ def replay_jsonl(
     if torn:
         header = dataclasses.replace(header, warnings=tuple(torn))
     result = ReplayResult(header, policy_name, outcome, run.stopped_at, run.stopped_by, (),
-                          step_counts=counts)
+                          step_counts=counts, unknown_results=tuple(unknown))
     if header.expect is not None:
         mismatches.extend(check_run(header.expect, result))
     return StreamedRun(result, mismatches)

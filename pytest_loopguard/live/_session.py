@@ -26,6 +26,7 @@ reports events in that order, redaction, the time source and the recording.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -58,10 +59,11 @@ from ..core._model import (
     Verdict,
     combine,
     make_step,
+    plain,
 )
 from ..errors import SessionError
 from ..runtime._guard import ALLOW, Clock, Decision, Guard
-from ..runtime._policy import resolve_policy
+from ..runtime._policy import Policy, corpus_root, read_policy_file, resolve_policy
 from ..runtime._protocol import ANSWER, ASK, Run, turn_plan
 from ._recorder import Recorder
 from ._redact import Redactor
@@ -69,6 +71,29 @@ from ._redact import Redactor
 __all__ = ["Session", "ToolReply", "monotonic_ms"]
 
 _CHANGED = ToolResult(changed=True)
+
+
+def recorded_policy(policy: Any, resolved: Policy, recording: Path) -> Any:
+    """How the recording's header names the session's policy so that it resolves again wherever the recording
+    is replayed from: a preset name or a mapping as given; a policy file by its path from the recording's
+    folder when the file lies in the recording's project (the corpus root replay looks under), so that edits
+    to the file apply to every later replay; else the file's policy itself, embedded under its own name."""
+    if not isinstance(policy, str | Mapping):
+        return resolved.name
+    if not (isinstance(policy, str) and policy.endswith((".yaml", ".yml"))):
+        return policy
+    file = Path(policy).resolve()
+    folder = recording.resolve().parent
+    if file.is_relative_to(corpus_root(folder)):
+        return Path(os.path.relpath(file, folder)).as_posix()
+    return {**read_policy_file(file), "name": resolved.name}
+
+
+def _blocked(verdicts: tuple[Verdict, ...]) -> NotRun:
+    """How the recording marks a call the policy kept from running: `blocked`, with the deciding verdict's
+    reason code."""
+    action = combine(verdicts)
+    return NotRun("blocked", next((v.reason for v in verdicts if v.action == action and v.reason), plain(action)))
 
 
 def monotonic_ms() -> int:
@@ -144,7 +169,7 @@ class Session:
         if isinstance(record, Recorder) or record is None:
             self.recorder = record
         else:
-            spec = policy if isinstance(policy, str | Mapping) else resolved.name
+            spec = recorded_policy(policy, resolved, Path(record))
             self.recorder = Recorder(
                 record, name=name, policy=spec, task=task, context=context, description=description, tags=tags,
                 source=source, max_turns=max_turns, redactor=redactor, redact=redact, overwrite=overwrite,
@@ -330,7 +355,7 @@ class Session:
         if before is None:  # the turn's start stopped the run: the call never reached the engines
             verdicts = run.after_call(guarded, None, len(self._steps))
             decision = Decision(combine(verdicts), verdicts)
-            self._write(verdicts, "tool", call=guarded, t=pending.t)
+            self._write(verdicts, "tool", call=guarded, t=pending.t, not_run=_blocked(verdicts))
             return ToolReply(decision, f"Error: {decision.message or decision.action}", True)
         ran = before.runs
         given = ToolResult(text=result) if isinstance(result, str) else result
@@ -342,7 +367,10 @@ class Session:
             if text is not given.text or error is not given.error or (changed and not given.changed):
                 recorded = replace(given, text=text, error=error, changed=given.changed or changed)
         verdicts = run.after_call(guarded, recorded, len(self._steps))  # fed only if it ran
-        self._write(verdicts, "tool", call=guarded, result=recorded, t=pending.t)
+        # a call the policy blocked never ran: the recording marks its result unknown, so that a replay under a
+        # looser policy does not take it for a success (it has nothing to feed the engines after it)
+        self._write(verdicts, "tool", call=guarded, result=recorded, t=pending.t,
+                    not_run=None if ran else _blocked(before.verdicts + verdicts))
         decision = Decision(combine(verdicts), verdicts)
         shown = self.guard.shown
         if given is not None and recorded is not None and ran:
@@ -352,12 +380,13 @@ class Session:
                 shown = body + shown[len(redacted_body):]
         return ToolReply(decision, shown, not ran or (recorded is not None and not recorded.ok))
 
-    def not_run(self, call: ToolCall, how: Literal["denied", "cancelled"], reason: str, *,
+    def not_run(self, call: ToolCall, how: Literal["denied", "cancelled", "blocked"], reason: str, *,
                 by: Literal["user", "rule"] | None = None) -> Decision:
         """Report, instead of `after_call`, a call that never ran although the policy did not block it: a person
         (`by="user"`) or a permission rule (`by="rule"`) `denied` it, or it was `cancelled` (another call of its
         batch failed first). The policy counted it before the call as any call the agent made; it is not a
-        failure and has no result. Recorded as the call with `denied` / `cancelled`; the step's verdicts."""
+        failure and has no result. Recorded as the call with `denied` / `cancelled`; the step's verdicts.
+        (`blocked` is what `feed` reports for a recorded call another policy blocked: its result is unknown.)"""
         if how not in NOT_RUN_HOWS:
             raise ValueError(f"unknown way a call never ran {how!r}; expected one of {', '.join(NOT_RUN_HOWS)}")
         if by is not None and (how != "denied" or by not in DENIED_BY):
@@ -410,7 +439,7 @@ class Session:
         if step.call is not None:
             changed = step.result is not None and step.result.changed
             decision = self.before_call(step.call, changed=changed)
-            if step.not_run is not None:
+            if step.not_run is not None and (step.not_run.how != "blocked" or decision.runs):
                 self.not_run(step.call, step.not_run.how, step.not_run.reason, by=step.not_run.by)
             else:
                 self.after_call(step.call, step.result if decision.runs else None)

@@ -48,11 +48,29 @@ class Loopguard:
         marker_overrides: Mapping[str, Any] | None = None,
         option_policy: str | None = None,
         rootpath: Path | None = None,
+        test_dir: Path | None = None,
     ) -> None:
-        self._marker_policy = marker_policy
+        self._rootpath = rootpath
+        self._test_dir = test_dir  # the folder of the test module that wrote the paths
+        self._marker_policy = self._policy_spec(marker_policy)
         self._marker_overrides = dict(marker_overrides or {})
         self._option_policy = option_policy
-        self._rootpath = rootpath
+
+    def _path(self, path: str | Path) -> Path:
+        """A relative path a test wrote, from pytest's rootdir, else from the test file's folder; never from
+        the working folder, so a run from a subfolder reads the same files. Not found: the rootdir's, for
+        the error to name."""
+        p = Path(path)
+        bases = [b for b in (self._rootpath, self._test_dir) if b is not None]
+        if p.is_absolute() or not bases:
+            return p
+        return next((b / p for b in bases if (b / p).exists()), bases[0] / p)
+
+    def _policy_spec(self, spec: Any) -> Any:
+        """A policy file a test names (a marker's, a call's), found as `_path` finds it; other specs as given."""
+        if isinstance(spec, Path) or (isinstance(spec, str) and spec.endswith((".yaml", ".yml"))):
+            return str(self._path(spec))
+        return spec
 
     @property
     def policy(self) -> Policy | None:
@@ -70,13 +88,10 @@ class Loopguard:
         return self._overridden(policy, self._marker_overrides)
 
     def load(self, path: str | Path) -> Trace:
-        """The one trace in a file; a relative path that does not exist from here is taken from rootdir."""
-        p = Path(path)
-        if not p.is_absolute() and not p.exists() and self._rootpath is not None:
-            p = self._rootpath / p
+        """The one trace in a file; a relative path is taken from rootdir, else from the test file's folder."""
         from ..io._format import load
 
-        return load(p)
+        return load(self._path(path))
 
     def trace(self, source: Trace | str | Path | Mapping[str, Any]) -> Trace:
         """A Trace from a Trace, a file path or a trace mapping."""
@@ -101,7 +116,7 @@ class Loopguard:
     def resolve(self, trace: Trace, policy: Any = None, **overrides: Any) -> Policy:
         """The policy `trace` replays under for a call with these arguments."""
         if policy is not None:
-            spec, extra = policy, overrides
+            spec, extra = self._policy_spec(policy), overrides
         else:
             extra = _merge(self._marker_overrides, overrides)
             if self._marker_policy is not None:
@@ -285,6 +300,7 @@ def loopguard(request: pytest.FixtureRequest) -> Loopguard:
         marker_overrides=overrides,
         option_policy=request.config.getoption("loopguard_policy", None),
         rootpath=request.config.rootpath,
+        test_dir=request.node.path.parent,
     )
 
 

@@ -49,7 +49,8 @@ from ..core._model import (
     Trace,
 )
 from ..io._format import STEP_ACTIONS, dump
-from ..runtime._policy import Policy, preset_names, resolve_policy
+from ..runtime._policy import Policy, preset_names
+from ._policy_strategies import policies, policy_overrides
 
 __all__ = [
     "ACTION_TOOLS",
@@ -337,56 +338,6 @@ def failure_streaks(
             items.append((ToolCall.of(tool, {"index": len(items)}), ToolResult.failure(error)))
         items.append((ToolCall.of(tools[0], {"index": len(items)}), ToolResult(ok=True)))
     return build_trace(items, policy=policy, name=name, extensions={"x-streaks": list(lengths)})
-
-
-# ---- policies ------------------------------------------------------------------------------------------
-def policies(
-    preset: str = "default", *, engines: Sequence[str] = ("loop_guard",), max_threshold: int = 8
-) -> SearchStrategy[Policy]:
-    """A preset with drawn thresholds for `engines`: `policy_overrides(...)` resolved by `resolve_policy`."""
-    return policy_overrides(preset, engines=engines, max_threshold=max_threshold).map(resolve_policy)
-
-
-@st.composite
-def policy_overrides(
-    draw: DrawFn,
-    preset: str = "default",
-    *,
-    engines: Sequence[str] = ("loop_guard",),
-    max_threshold: int = 8,
-) -> dict[str, Any]:
-    """A policy mapping: a preset with drawn thresholds for `engines` — what a trace's `policy:` holds,
-    so a trace built with it saves and loads with its thresholds.
-
-    loop_guard: 2 ≤ warn_at < block_at ≤ max_threshold, max_warnings_per_call 1..4, poll_multiplier 1..3;
-    read_tracker: 2 ≤ warn_at < block_at ≤ max_threshold; failure_tracker: max_failures 1..max_threshold.
-    The mapping's `name` lists the drawn values, so a failing example says which thresholds it used.
-    """
-    overrides: dict[str, Any] = {"preset": preset}
-    if "loop_guard" in engines:
-        warn_at = draw(st.integers(min_value=2, max_value=max_threshold - 1))
-        overrides["loop_guard"] = {
-            "warn_at": warn_at,
-            "block_at": draw(st.integers(min_value=warn_at + 1, max_value=max_threshold)),
-            "max_warnings_per_call": draw(st.integers(min_value=1, max_value=4)),
-            "poll_multiplier": draw(st.integers(min_value=1, max_value=3)),
-        }
-    if "read_tracker" in engines:
-        warn_at = draw(st.integers(min_value=2, max_value=max_threshold - 1))
-        overrides["read_tracker"] = {
-            "warn_at": warn_at,
-            "block_at": draw(st.integers(min_value=warn_at + 1, max_value=max_threshold)),
-        }
-    if "failure_tracker" in engines:
-        overrides["failure_tracker"] = {"max_failures": draw(st.integers(min_value=1, max_value=max_threshold))}
-    summary = ",".join(
-        f"{engine}.{key}={value}"
-        for engine, settings in overrides.items()
-        if isinstance(settings, dict)
-        for key, value in settings.items()
-    )
-    overrides["name"] = f"{preset}[{summary}]"
-    return overrides
 
 
 # ---- context sessions ---------------------------------------------------------------------------------

@@ -468,6 +468,8 @@ class TraceItem(pytest.Item):
         else:
             result, mismatches = streamed.result, streamed.mismatches
         file = _display_path(self.path, self.config.rootpath)
+        if (note := result.what_if_note()) is not None:  # calls blocked live ran under this policy: no result
+            warnings.warn(LoopguardWarning(f"{file}: {trace.name}: {note}"), stacklevel=1)
         unchecked = unchecked_expectations(trace, result)
         if state.update and (mismatches or unchecked or not has_expectations(trace)):
             self._update(result)
@@ -537,16 +539,11 @@ class TraceItem(pytest.Item):
         if self.trace.mode == "simulate" and fmt != "yaml":
             # JSON keys are strings, and a scenario's `x-expect-steps` is keyed by step index.
             raise LoopguardError("--loopguard-update rewrites scenarios only in YAML files")
-        from ..io._format import dumps
-        from ..io._golden import edit_to_json, expectation_edits, observed_trace
+        from ..io._golden import edit_to_json, expectation_edits
 
         edits, changes = expectation_edits(self.trace, result, self.document)
         request = {"path": str(self.path), "file": _display_path(self.path, self.config.rootpath),
                    "changes": changes, "edits": [edit_to_json(e) for e in edits]}
-        if fmt != "yaml":
-            # JSON has no comments or layout to keep, and one trace per file: rewritten here, reported as edited
-            self.path.write_text(dumps(observed_trace(self.trace, result), fmt), encoding="utf-8")
-            request["edits"] = []
         self.user_properties.append((UPDATE_KEY, request))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:

@@ -68,6 +68,12 @@ def render_markdown(document: Mapping[str, Any]) -> str:
         for trace, events in noted:
             out += [f"- **{_cell(trace)}**: " + "; ".join(_cell(e) for e in events)]
         out.append("")
+    what_if = [e for e in document.get("traces", []) if e.get("what_if")]
+    if what_if:  # calls the recording's policy blocked ran under this one: no result was recorded for them
+        out += ["## What-if replays (results unknown)", ""]
+        out += [f"- **{_cell(str(e.get('trace')))}** under {_cell(str(e.get('policy')))}: {_cell(str(e['what_if']))}"
+                for e in what_if]
+        out.append("")
     failed = [e for e in document.get("traces", []) if e.get("mismatch_table")]
     if failed:
         out += ["## Mismatches", ""]

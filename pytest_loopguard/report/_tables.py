@@ -75,6 +75,14 @@ def mismatch_table(result: ReplayResult, mismatches: list[Mismatch], context: in
     last = len(result.steps) - 1
     for index in by_step:
         shown.update(range(max(0, index - context), min(last, index + context) + 1))
+    for m in mismatches:  # a run-level mismatch shows the steps behind it: those it counts, where it stopped
+        if m.step is not None:
+            continue
+        if m.field.startswith("counts."):
+            action = m.field.removeprefix("counts.")
+            shown.update(s.index for s in result.steps if s.action == action)
+        elif m.field in ("outcome", "stopped_at", "stopped_by") and result.stopped_at is not None:
+            shown.add(result.stopped_at)
     rows: list[list[str]] = []
     previous: int | None = None
     for index in sorted(shown):
@@ -154,7 +162,7 @@ def summary_table(results: list[tuple[ReplayResult, list[Mismatch]]]) -> str:
 
 def json_entry(result: ReplayResult, mismatches: Sequence[Mismatch]) -> dict[str, Any]:
     """One trace's entry in the JSON report: plain data (under xdist it travels to the controller)."""
-    return {
+    entry: dict[str, Any] = {
         "trace": result.trace.name,
         "file": result.trace.path,
         "policy": result.policy,
@@ -164,3 +172,7 @@ def json_entry(result: ReplayResult, mismatches: Sequence[Mismatch]) -> dict[str
         "counts": result.counts(),
         "passed": not mismatches,
     }
+    if (note := result.what_if_note()) is not None:  # a what-if replay: calls blocked live ran, results unknown
+        entry["result_unknown"] = list(result.unknown_results)
+        entry["what_if"] = note
+    return entry

@@ -19,7 +19,7 @@ import functools
 import os
 import types
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -33,7 +33,16 @@ from ..engines import ENGINE_ORDER, registry
 from ..engines.base import SettingError
 from ..errors import PolicyError, TraceError, brief
 
-__all__ = ["ALIASES", "Policy", "coerce_settings", "corpus_root", "preset_names", "resolve_policy", "resolving_once"]
+__all__ = [
+    "ALIASES",
+    "Policy",
+    "coerce_settings",
+    "corpus_root",
+    "preset_names",
+    "read_policy_file",
+    "resolve_policy",
+    "resolving_once",
+]
 
 ALIASES: Final[Mapping[str, str]] = types.MappingProxyType({"spacebot": "spacebot-worker"})
 _POLICY_KEYS: Final = frozenset({"preset", "extends", "name", "description", "tools", "source"})
@@ -113,7 +122,8 @@ def preset_names() -> list[str]:
 def _preset(name: Any) -> Policy:
     """A bundled preset (or alias) by name; a name is never a path."""
     if not isinstance(name, str) or not _bundled(ALIASES.get(name, name)):
-        raise PolicyError(f"unknown preset {brief(name)}; known presets: {', '.join(preset_names())}",
+        known = preset_names()
+        raise PolicyError(f"unknown preset {brief(name)}{_meant(name, known)}; known presets: {', '.join(known)}",
                           field="preset")
     return _build_preset(name, ())
 
@@ -184,6 +194,21 @@ def _read_mapping(path: Path, what: str) -> Mapping[str, Any]:
     if not isinstance(raw, Mapping):
         raise PolicyError(f"{what} must hold a mapping", source=str(path))
     return raw
+
+
+def read_policy_file(path: Path) -> Mapping[str, Any]:
+    """A policy file's mapping as written (what a recording embeds when the file cannot travel with it)."""
+    return _read_mapping(path, "a policy file")
+
+
+def _meant(name: Any, known: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` for the known name closest to a misspelt one, else nothing."""
+    if not isinstance(name, str) or len(name) > 100:
+        return ""
+    from difflib import get_close_matches  # only when a name is wrong
+
+    close = get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def corpus_root(start: Path) -> Path:
@@ -308,7 +333,7 @@ def _apply(base: Policy, overrides: Mapping[str, Any], *, name: str, source: str
     for engine, value in overrides.items():
         if engine not in known:
             raise PolicyError(
-                f"unknown engine {brief(engine)}; known engines: {', '.join(sorted(known))}",
+                f"unknown engine {brief(engine)}{_meant(engine, known)}; known engines: {', '.join(sorted(known))}",
                 field=str(engine),
                 source=source,
             )
@@ -341,7 +366,7 @@ def coerce_settings(
         where = f"{field}.{key}" if field else str(key)
         if key not in fields:
             raise PolicyError(
-                f"unknown setting {brief(key)}; expected one of: {', '.join(sorted(fields))}",
+                f"unknown setting {brief(key)}{_meant(key, fields)}; expected one of: {', '.join(sorted(fields))}",
                 field=where, source=source,
             )
         changes[key] = _coerce(value, hints[key], where, source)

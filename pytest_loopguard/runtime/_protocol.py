@@ -301,8 +301,9 @@ class Run:
                 if step.not_run is None:
                     got = tool_call(step.call, recorded is not None and recorded.changed, planned(index), recorded,
                                     index)
-                else:
-                    got = tool_call(step.call, False, planned(index), None, index, WHOLE, True)
+                else:  # a call that never ran; one blocked live may hold what was known before it (`changed`)
+                    got = tool_call(step.call, recorded is not None and recorded.changed, planned(index), None,
+                                    index, WHOLE, True)
             elif step.kind == "llm":
                 t = step.t
                 if t is not None and t > clock.now_ms:

@@ -25,6 +25,7 @@ from ..core._model import (
     Verdict,
     combine,
 )
+from ..errors import PolicyError, TraceError
 from ._guard import Clock, Guard
 from ._policy import Policy, resolve_policy
 from ._protocol import Run, turn_plan
@@ -33,13 +34,24 @@ __all__ = ["Replayer", "policy_for", "replay", "turn_plan"]
 
 
 def policy_for(trace: Trace, policy: Any = None) -> tuple[Policy, str]:
-    """The policy a trace replays under (the argument, else the trace's own), and its name as given."""
-    spec = policy if policy is not None else trace.policy
-    # a policy file the trace names is found beside it (then under its corpus root); one the caller passes
-    # (a command-line option, an argument) is taken as given
-    base_dir = Path(trace.path).parent if trace.path and policy is None else None
-    resolved = resolve_policy(spec, base_dir=base_dir)
-    return resolved, spec if isinstance(spec, str) else resolved.name
+    """The policy a trace replays under (the argument, else the trace's own), and its name.
+
+    An explicit policy wins and the trace's own is then never read: a recording whose policy file did not
+    travel with it replays under `--policy`. The trace's own policy file, read only here, is found beside
+    the trace (then under its corpus root); one the caller passes (a command-line option, an argument) is
+    taken as given. The name is the policy's own (a file's `name:` or stem, a preset's name as written), the
+    one label every output gives it.
+    """
+    if policy is not None:
+        resolved = resolve_policy(policy)
+        return resolved, resolved.name
+    try:
+        resolved = resolve_policy(trace.policy, base_dir=Path(trace.path).parent if trace.path else None)
+    except PolicyError as exc:
+        # the loader leaves a header's policy file to the replay that uses it: its absence is the trace's error
+        raise TraceError(str(exc) if exc.source or exc.field else exc.problem, file=trace.path,
+                         field="policy") from None
+    return resolved, resolved.name
 
 
 def replay(trace: Trace, policy: Any = None, *, plugins: Sequence[object] = ()) -> ReplayResult:

@@ -115,10 +115,10 @@ def test_run_reports_every_bad_file_and_exits_2(tmp_path: Path, capsys: pytest.C
     errors = [line for line in err.splitlines() if line.startswith("loopguard: error:")]
     assert errors == [
         f"loopguard: error: {step}:5: step 0: field 'argz': unknown key 'argz'; "
-        "expected one of agent, args, cancelled, denied, expect, result, source, t, tool",
+        "expected one of agent, args, blocked, cancelled, denied, expect, result, source, t, tool",
     ]
     # without a top-level `loopguard` key a file in a folder is no trace at all: skipped, and said so
-    assert f"loopguard: skipped: {version} is not a trace (no top-level 'loopguard' key): skipped" in err.splitlines()
+    assert f"loopguard: {version} is not a trace (no top-level 'loopguard' key): skipped" in err.splitlines()
     assert "passing" in out  # the good trace is still replayed and shown
     status, _, err = run(capsys, "validate", str(version))  # named on its own, it must be a trace
     assert status == 2
@@ -233,7 +233,7 @@ def test_replay_of_a_malformed_file_is_one_line(tmp_path: Path, capsys: pytest.C
     status, out, err = run(capsys, "replay", str(path))
     assert status == 2 and out == ""
     assert err.strip() == (f"loopguard: error: {path}:5: step 0: field 'argz': unknown key 'argz'; "
-                           "expected one of agent, args, cancelled, denied, expect, result, source, t, tool")
+                           "expected one of agent, args, blocked, cancelled, denied, expect, result, source, t, tool")
 
 
 # ---- validate ----------------------------------------------------------------------------------------
@@ -248,7 +248,7 @@ def test_validate_reports_every_bad_file(tmp_path: Path, capsys: pytest.CaptureF
            if line.startswith("loopguard: error:")]
     assert bad == [str(step), str(dup)]
     assert "duplicate trace name 'passing'" in err
-    assert f"loopguard: skipped: {version} is not a trace (no top-level 'loopguard' key): skipped" in err.splitlines()
+    assert f"loopguard: {version} is not a trace (no top-level 'loopguard' key): skipped" in err.splitlines()
     assert out.strip() == "1 traces in 1 files ok, 2 bad"
 
 

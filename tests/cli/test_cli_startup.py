@@ -192,7 +192,7 @@ def test_a_skipped_file_is_still_named(tmp_path: Path, capsys: pytest.CaptureFix
     tiny_trace(tmp_path)
     (tmp_path / "otel.json").write_text('{"resourceSpans": []}', encoding="utf-8")
     assert cli.main(["run", str(tmp_path)]) == 0
-    assert "loopguard: skipped:" in capsys.readouterr().err
+    assert f"loopguard: {tmp_path / 'otel.json'} " in capsys.readouterr().err
 
 
 def test_only_the_processs_own_command_freezes_what_the_imports_made(tmp_path: Path) -> None:

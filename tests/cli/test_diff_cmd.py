@@ -89,7 +89,7 @@ def test_policy_file_before_and_after_an_edit(tmp_path: Path, corpus: Path, monk
     out = capsys.readouterr().out
     # warn at 2 now: the 2nd identical click of both traces warns.
     assert len(re.findall(r"appeared +1: warn loop_guard.consecutive_warning", out)) == 2
-    assert out.rstrip().endswith("loopguard diff: 2 traces, 2 moved (strict.yaml@HEAD → strict)")
+    assert out.rstrip().endswith("loopguard diff: 2 traces, 2 moved (strict@HEAD → strict)")
 
 
 @pytest.mark.parametrize(

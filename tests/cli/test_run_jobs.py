@@ -134,7 +134,7 @@ def test_a_mixed_folder_gives_the_output_of_one_process(
     assert status == 2
     assert "traces/b_fail.yaml::failing" in out and "traces/g_stream_fail.jsonl::stream-fail" in out
     assert "duplicate trace name 'passing'" in err and "duplicate trace name 'failing'" in err
-    assert "skipped: traces/e_otel.json" in err and "torn last line ignored" in err
+    assert "loopguard: traces/e_otel.json " in err and "torn last line ignored" in err
     assert "traces/d_bad.yaml" in err and "traces/k_binary.yaml" in err and "no-such-preset" in err
 
 
@@ -196,7 +196,7 @@ def test_the_real_corpus_folder_gives_the_skip_notes_of_one_process(
     # agent logs, not traces: every file is skipped with the importer's hint (its parsed document crosses over)
     status, out, err, _ = assert_same_as_one_process(capsys, pooled, [str(REAL)])
     assert status == 0 and out.strip() == "loopguard: 0 traces replayed, 0 mismatched"
-    assert err.count("loopguard: skipped:") >= 10 and "loopguard import it" in err
+    assert err.count("loopguard import it") >= 10
 
 
 def test_the_real_runs_imported_give_the_output_of_one_process(

@@ -78,3 +78,15 @@ def test_a_stop_saves_steps_and_tokens() -> None:
 def test_same_policy_moves_nothing() -> None:
     d = diff_results(replay(turns(6), "default"), replay(turns(6), "default"))
     assert d.changes == () and not d.moved
+
+
+def test_tokens_count_the_providers_prompt_count_a_session_kept_as_x_input_tokens() -> None:
+    # issue 26 item 6: a loop written as docs/runtime.md shows calls `before_llm()` without a count, so the
+    # recording's llm step holds the provider's prompt count as `x-input_tokens` and `input_tokens` is null
+    from pytest_loopguard.io._format import trace_from_mapping
+
+    trace = trace_from_mapping({"loopguard": 1, "name": "x", "steps": [
+        {"llm": {"output_tokens": 5}, "x-input_tokens": 1000},
+        {"tool": "grep", "args": {"q": 1}},
+    ]})
+    assert spent(replay(trace, "default")) == (2, 1005)

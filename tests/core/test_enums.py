@@ -196,7 +196,7 @@ def test_an_unknown_action_name_in_a_policy_file_is_the_one_line_error_of_before
     assert cli.main(["run", str(tmp_path / "t.yaml")]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err == [
-        f"loopguard: error: {tmp_path / 't.yaml'}:3: field 'policy': {tmp_path / 'bad.yaml'}: policy field "
+        f"loopguard: error: {tmp_path / 't.yaml'}: field 'policy': {tmp_path / 'bad.yaml'}: policy field "
         "'loop_guard.warn_action': expected one of 'warn', 'block', got 'stop'",
         "loopguard: 1 bad input",
     ]

@@ -115,7 +115,8 @@ def test_openchrome_envelope_defaults_and_tool_table() -> None:
 
 
 def test_unknown_preset() -> None:
-    with pytest.raises(PolicyError, match=r"unknown preset 'spacebat'; known presets: .*spacebot") as info:
+    meant = r"unknown preset 'spacebat' \(did you mean 'spacebot'\?\); known presets: .*spacebot"
+    with pytest.raises(PolicyError, match=meant) as info:
         resolve_policy("spacebat")
     assert info.value.field == "preset"
 
@@ -154,13 +155,15 @@ def test_tool_rules_in_a_mapping_come_first() -> None:
 
 
 def test_unknown_engine() -> None:
-    with pytest.raises(PolicyError, match=r"unknown engine 'loop_gard'; known engines: .*loop_guard") as info:
+    meant = r"unknown engine 'loop_gard' \(did you mean 'loop_guard'\?\); known engines: .*loop_guard"
+    with pytest.raises(PolicyError, match=meant) as info:
         resolve_policy({"preset": "default", "loop_gard": {"warn_at": 1}})
     assert info.value.field == "loop_gard"
 
 
 def test_unknown_setting() -> None:
-    with pytest.raises(PolicyError, match=r"unknown setting 'warn_after'; expected one of: .*warn_at") as info:
+    meant = r"unknown setting 'warn_after'( \(did you mean '\w+'\?\))?; expected one of: .*warn_at"
+    with pytest.raises(PolicyError, match=meant) as info:
         resolve_policy({"preset": "default", "loop_guard": {"warn_after": 1}})
     assert info.value.field == "loop_guard.warn_after"
     assert "policy field 'loop_guard.warn_after'" in str(info.value)

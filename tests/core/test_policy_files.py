@@ -64,7 +64,7 @@ def test_the_working_folder_is_never_used(repo: Path, tmp_path: Path, monkeypatc
     assert warn_at(trace) == 2  # the corpus's file, not the consumer's
     other = write(repo / "traces" / "y.yaml", TRACE.format(policy="policies/only-here.yaml"))
     with pytest.raises(TraceError, match="not found beside the trace") as info:
-        load(other)
+        policy_for(load(other))  # read when the trace replays under its own policy, not when it loads
     assert info.value.field == "policy" and info.value.file == str(other)
 
 
@@ -73,7 +73,7 @@ def test_a_policy_file_outside_the_corpus_root_is_an_error(repo: Path, spec: str
     outside = write(repo.parent / "outside.yaml", "preset: default\n")
     trace = write(repo / "x.yaml", TRACE.format(policy=spec.format(outside=outside)))
     with pytest.raises(TraceError, match="is outside the corpus root") as info:
-        load(trace)
+        policy_for(load(trace))
     assert info.value.file == str(trace) and info.value.field == "policy"
 
 
@@ -82,7 +82,7 @@ def test_a_link_out_of_the_corpus_is_an_error(repo: Path) -> None:
     (repo / "policies" / "link.yaml").symlink_to(outside)
     trace = write(repo / "x.yaml", TRACE.format(policy="policies/link.yaml"))
     with pytest.raises(TraceError, match="is outside the corpus root"):
-        load(trace)
+        policy_for(load(trace))
 
 
 @pytest.mark.parametrize("name", ["../presets/default", "presets/default", "/etc/passwd", "default/..", "x" * 5000])
@@ -97,7 +97,7 @@ def test_a_preset_named_inside_a_policy_file_is_a_name_too(repo: Path) -> None:
     write(repo / "policies" / "p.yaml", "preset: ../evil\n")
     trace = write(repo / "x.yaml", TRACE.format(policy="policies/p.yaml"))
     with pytest.raises(TraceError, match=r"unknown preset '\.\./evil'"):
-        load(trace)
+        policy_for(load(trace))
 
 
 def test_a_command_line_policy_file_is_taken_as_given(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -111,7 +111,7 @@ def test_a_policy_file_name_too_long_for_the_file_system_is_not_found(repo: Path
         resolve_policy("k" * 5000 + ".yaml")
     trace = write(repo / "x.yaml", TRACE.format(policy="k" * 5000 + ".yaml"))
     with pytest.raises(TraceError, match="not found"):
-        load(trace)
+        policy_for(load(trace))
 
 
 # ---- a corpus run resolves each policy file and mapping once (`resolving_once`) ---------------------------------

@@ -46,6 +46,7 @@ PLACES: dict[str, Callable[[Any], dict[str, Any]]] = {
     "stepSource": lambda m: _with(steps=[{"tool": "a", "source": m}]),
     "denied": lambda m: _with(steps=[{"tool": "a", "denied": m}]),
     "cancelled": lambda m: _with(steps=[{"tool": "a", "cancelled": m}]),
+    "blocked": lambda m: _with(steps=[{"tool": "a", "blocked": m}]),
     "compacted": lambda m: _with(steps=[{"compacted": m}]),
 }
 # The loader checks more than a schema can say: a policy must resolve (a preset that exists).

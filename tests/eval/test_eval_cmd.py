@@ -10,6 +10,7 @@ import pytest
 from eval_corpus import LABELS, write_corpus
 
 from pytest_loopguard.cli import _main as cli
+from pytest_loopguard.eval._labels import load_labels
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -83,7 +84,6 @@ def test_bad_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str
     ("shape: identical-repeat, expect: flag, recovered: false", "shape: loopy, expect: flag",
      "runs[0] (loop.yaml): field 'loops[0].shape': expected one of"),
     ("expect: tolerate", "expect: ignore", "runs[2] (tolerate.yaml): field 'loops[0].expect'"),
-    ("- file: healthy.yaml", "- file: missing.yaml", "runs[1] (missing.yaml): field 'file': no such run"),
     ("{from: 1, to: 5, shape: identical-repeat, expect: flag",
      "{from: 1, to: 8, shape: identical-repeat, expect: flag",
      "runs[0] (loop.yaml): field 'loops[0].to': range 1..8 is past the run's end (8 calls)"),
@@ -103,3 +103,34 @@ def test_unknown_policy_and_missing_path(tmp_path: Path, capsys: pytest.CaptureF
     assert status == 2 and "unknown preset 'no-such-preset'" in err and err.count("\n") == 1
     status, _, err = run(capsys, "eval", str(tmp_path / "nope"))
     assert status == 2 and "no such file or folder" in err and err.count("\n") == 1
+
+
+# ---- the runs given, with a corpus's labels (issue 26 finding 4) ----------------------------------------------
+REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "real"
+
+
+def test_eval_scores_the_runs_given_and_names_the_labelled_runs_absent(capsys: pytest.CaptureFixture[str]) -> None:
+    labels = REAL / "labels.yaml"
+    status, out, err = run(capsys, "eval", str(REAL / "swe-agent"), "--labels", str(labels), "--json")
+    assert status == 0  # it exited 2 on the first label whose run was not given
+    data = json.loads(out)
+    assert (data["runs"], data["labelled"]) == (2, 2)
+    total = len(load_labels(labels).runs)
+    assert len(data["absent"]) == total - 2 and "swe-agent/pydicom__pydicom-1458.traj" not in data["absent"]
+    assert err.splitlines() == [f"loopguard: eval: {total - 2} labelled runs of {labels} were not among the runs "
+                                f"given (not scored): {', '.join(data['absent'][:3])}, ..."]
+
+
+def test_imported_traces_are_matched_to_labels_by_their_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(REAL.parent)  # the import runs where the logs are, as a team's would
+    assert cli.main(["import", "real/swe-agent", "-o", str(tmp_path / "traces")]) == 0
+    capsys.readouterr()
+    status, out, _ = run(capsys, "eval", str(tmp_path / "traces"), "--labels", str(REAL / "labels.yaml"), "--json")
+    assert status == 0
+    data = json.loads(out)
+    assert (data["runs"], data["labelled"]) == (2, 2)  # a trace file is not the log the labels name: its source is
+    (policy,) = data["policies"]
+    scored = {r["run"]: r for r in policy["runs"]}  # named as the labels name them
+    assert scored["swe-agent/pydicom__pydicom-1458.traj"]["loops"][0]["caught"] is True

@@ -219,8 +219,9 @@ def test_a_trace_from_another_source_is_never_overwritten(
     assert cli.main(["import", str(second), str(third), "-o", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["mine-2.yaml", "mine.yaml", "same-id-2.yaml", "same-id.yaml"]
     assert hand.read_text(encoding="utf-8").endswith("- tool: ls\n")
-    assert load(out / "same-id.yaml").source["origin"] == str(first)
-    assert load(out / "same-id-2.yaml").source["origin"] == str(second)
+    # each keeps its own log's name (outside the working folder: the file name, never the machine's path)
+    assert load(out / "same-id.yaml").source["origin"] == first.name
+    assert load(out / "same-id-2.yaml").source["origin"] == second.name
     text = capsys.readouterr().out
     assert f"same-id-2: note: the name same-id is another run's (in this import or in {out})" in text
     assert cli.main(["validate", str(out)]) == 0
@@ -258,7 +259,7 @@ def test_a_tarball_of_logs_is_read_in_memory_like_a_folder(tmp_path: Path, capsy
     out = tmp_path / "out"
     assert cli.main(["import", str(packed), "-o", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["a.yaml", "b.yaml"]
-    assert load(out / "a.yaml").source["origin"] == f"{packed}:trajs/a.traj.json"
+    assert load(out / "a.yaml").source["origin"] == f"{packed.name}:trajs/a.traj.json"
     assert cli.main(["import", str(packed), "-o", str(out), "--format", "jsonl"]) == 0  # re-run: replaced
     assert sorted(p.name for p in out.iterdir()) == ["a.jsonl", "b.jsonl"]
     broken = tmp_path / "broken.tgz"
@@ -436,3 +437,26 @@ def test_a_folder_of_aider_histories_is_walked(tmp_path: Path) -> None:
     assert cli.main(["import", str(logs), "-o", str(out)]) == 0
     (written,) = out.iterdir()
     assert sum(1 for s in load(written).steps if s.kind == "tool") == 20  # labels/sessions.yaml's count
+
+
+def test_a_trace_keeps_the_logs_path_from_where_the_import_ran_never_the_machines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 26 item 6: `source.origin` (and each step's `source.file`) held the importing machine's absolute
+    # path, which then travelled with a shared corpus
+    logs = tmp_path / "team" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "chat.jsonl").write_bytes((Path(__file__).parent / "fixtures" / "openai_chat_records.jsonl").read_bytes())
+    monkeypatch.chdir(tmp_path / "team")
+    assert cli.main(["import", str(logs / "chat.jsonl"), "-o", str(tmp_path / "a")]) == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert cli.main(["import", str(logs / "chat.jsonl"), "-o", str(tmp_path / "b")]) == 0
+    capsys.readouterr()
+    here = [load(p) for p in sorted((tmp_path / "a").iterdir())]
+    away = [load(p) for p in sorted((tmp_path / "b").iterdir())]
+    assert {t.source["origin"] for t in here} == {"logs/chat.jsonl"}  # relative to where the import ran
+    assert {t.source["origin"] for t in away} == {"chat.jsonl"}  # outside it: the file name
+    files = {s.source.file for t in here + away for s in t.steps if s.source is not None}
+    assert files == {"logs/chat.jsonl", "chat.jsonl"} and not any(str(tmp_path) in f for f in files)

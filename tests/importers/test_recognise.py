@@ -58,6 +58,23 @@ def test_run_and_validate_skip_logs_in_folders_with_the_hint(
     assert cli.main([command, str(tmp_path)]) == 0
     err = capsys.readouterr().err.splitlines()
     export = tmp_path / "export.json"
-    assert err == [f"loopguard: skipped: {export} looks like an OpenTelemetry export: loopguard import it"]
+    assert err == [f"loopguard: {export} looks like an OpenTelemetry export: loopguard import it"]
     assert cli.main([command, str(tmp_path / "export.json")]) == 2  # named on its own, it must be a trace
     assert "missing 'loopguard'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["run", "validate"])
+def test_the_skip_lines_are_the_ones_docs_import_md_shows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    # issue 26 item 6: pytest printed the docs' lines, `run` and `validate` another form of them
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "import.md").read_text(encoding="utf-8")
+    section = docs.split("## Files in trace folders that are not traces", 1)[1]
+    shown = section.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "ok.yaml").write_text(TRACE, encoding="utf-8")
+    shutil.copy(FIXTURES / "otel_export.json", tmp_path / "traces" / "export.json")
+    (tmp_path / "traces" / "notes.yaml").write_text("verbose: true\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main([command, "traces"]) == 0
+    assert capsys.readouterr().err.splitlines() == shown

@@ -112,7 +112,7 @@ def test_a_bad_step_fails_its_trace_with_the_loaders_one_line(project: pytest.Py
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         ["traces/bad.yaml:7: step 1: field 'reslt': unknown key 'reslt'; "
-         "expected one of agent, args, cancelled, denied, expect, result, source, t, tool"]
+         "expected one of agent, args, blocked, cancelled, denied, expect, result, source, t, tool"]
     )
     assert "Traceback" not in result.stdout.str()
     assert "TraceError" not in result.stdout.str() and "TraceNotLoaded" not in result.stdout.str()

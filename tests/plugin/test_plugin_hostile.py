@@ -75,7 +75,7 @@ def test_a_policy_path_out_of_the_corpus_fails_its_trace_in_one_line(repo: pytes
     # the policy is read when the trace runs (collection reads only names and tags): the other trace still runs
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*_ trace escape _*",
-                                 "traces/escape.yaml:3: field 'policy': *is outside the corpus root*"])
+                                 "trace escape: traces/escape.yaml: field 'policy': *is outside the corpus root*"])
     assert "Traceback" not in result.stdout.str()
 
 

@@ -64,3 +64,46 @@ def test_a_file_that_claims_to_be_a_trace_and_is_broken_is_still_a_collection_er
     result.stdout.fnmatch_lines(
         ["*ERROR collecting traces/torn.json*", "traces/torn.json:1: JSON syntax error: Expecting value"])
     assert "skipped" not in result.stdout.str()
+
+
+# ---- a trace with a misspelt version key (issue 26 finding 3) --------------------------------------------------
+TYPO = "loopgaurd: 1\nname: typo\nsteps: [{tool: click}]\nexpect: {outcome: incomplete}\n"
+TYPO_LINE = "field 'loopgaurd': no 'loopguard' version key, but this looks like a trace (name, steps, expect): " \
+    "did you mean `loopguard`?"
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json", "jsonl"])
+def test_a_misspelt_version_key_fails_collection_in_one_line(project: pytest.Pytester, fmt: str) -> None:
+    import json
+
+    import yaml
+
+    raw = yaml.safe_load(TYPO)
+    text = {"yaml": TYPO, "json": json.dumps(raw),
+            "jsonl": json.dumps({k: v for k, v in raw.items() if k != "steps"}) + "\n" + json.dumps(raw["steps"][0])
+            + "\n"}[fmt]
+    write(project, f"typo.{fmt}", text)
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # a collection error, not "1 skipped": the gate checked nothing
+    result.stdout.fnmatch_lines([f"*traces/typo.{fmt}:1: {TYPO_LINE}*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_validate_and_run_refuse_a_misspelt_version_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_loopguard.cli import _main as cli
+
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / "typo.yaml").write_text(TYPO, encoding="utf-8")
+    (folder / "version.yaml").write_text(TYPO.replace("loopgaurd", "version"), encoding="utf-8")
+    for command in ("validate", "run"):
+        assert cli.main([command, str(folder)]) == 2
+        err = capsys.readouterr().err
+        assert f"{folder / 'typo.yaml'}:1: {TYPO_LINE}" in err
+        assert (f"{folder / 'version.yaml'}:1: field 'version': no 'loopguard' version key, but this looks like a "
+                "trace (name, steps, expect): did you mean `loopguard`?") in err
+    # a file that only mentions steps is still some other file, skipped
+    (folder / "typo.yaml").unlink()
+    (folder / "version.yaml").unlink()
+    (folder / "workflow.yaml").write_text("name: ci\nsteps: [{run: make}]\n", encoding="utf-8")
+    assert cli.main(["validate", str(folder)]) == 0

@@ -286,3 +286,35 @@ def test_expectations_no_step_checks_are_reported_and_dropped_by_an_update(pytes
     update.stdout.fnmatch_lines(["    update-scenario: x-expect-steps 40 (no such step: unchecked): fail -> removed"])
     assert path.read_text(encoding="utf-8") == UNCHECKED.replace("  40: fail   # stale\n", "")
     assert "no trace checks" not in pytester.runpytest().stdout.str()
+
+
+def test_update_of_a_jsonl_recording_is_the_same_minimal_diff_as_yaml(project: pytest.Pytester) -> None:
+    # Issue 26 finding 1: the recorder writes JSONL; an update rewrote it whole from the observed run, adding
+    # expectations nobody asked for (step 4's block) and rewriting ones that held (step 5's).
+    (project.path / "traces" / "right.yaml").unlink()
+    (project.path / "traces" / "wrong.yaml").unlink()
+    click = {"tool": "browser_click", "args": {"index": 1}}
+    lines = [json.dumps(row) for row in [
+        {"loopguard": 1, "name": "update-wrong", "policy": "default", "expect": {"outcome": "completed"}},
+        {**click, "expect": "warn"},
+        click,
+        {**click, "expect": "allow"},
+        {**click, "expect": {"action": "block", "reason": "loop_guard.consecutive_block"}},
+        click,  # blocked, expected nothing: the trace is not strict, so this is not wrong
+        # blocked again: the expectation holds as written (no engine named) and must stay as written
+        {**click, "expect": {"action": "block", "reason": "loop_guard.consecutive_block"}},
+    ]]
+    before = "\n".join(lines) + "\n"
+    jsonl = project.path / "traces" / "wrong.jsonl"
+    jsonl.write_text(before, encoding="utf-8")
+    project.runpytest().assert_outcomes(failed=1)
+    result = project.runpytest("--loopguard-update")
+    result.assert_outcomes(passed=1)
+    after = jsonl.read_text(encoding="utf-8")
+    changed = [i for i, (a, b) in enumerate(zip(before.split("\n"), after.split("\n"), strict=True)) if a != b]
+    # the header (outcome) and steps 0, 2 and 3 — the lines `check` found wrong — and nothing else
+    diff = "\n".join(difflib.unified_diff(before.split("\n"), after.split("\n"), lineterm=""))
+    assert changed == [0, 1, 3, 4], diff
+    reported = [line.strip() for line in result.stdout.lines if line.strip().startswith("update-wrong:")]
+    assert len(reported) == 4  # the summary lists every change it made
+    project.runpytest().assert_outcomes(passed=1)
