@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final, TypeVar
@@ -24,10 +25,11 @@ __all__ = ["INSTALL_DASK", "Cluster", "DaskMissing"]
 INSTALL_DASK: Final = "pip install 'pytest-loopguard[dask]'"
 RETRIES: Final = 2  # a task that raised on a worker (a lost connection, not a replay's error: those are results)
 WINDOW_PER_WORKER: Final = 4  # batches submitted and not yet read back, per worker: bounds the client's memory
-CONNECT_S: Final = 30  # how long to wait for `--scheduler` to answer
-# what distributed logs at INFO (workers starting, a cluster closing) would change stderr from `-j 1`'s;
-# errors stay visible. Set in the environment too, so the worker processes (and restarted ones) read it.
-_QUIET_ENV: Final = {"DASK_LOGGING__DISTRIBUTED": "error", "DASK_DISTRIBUTED__LOGGING__DISTRIBUTED": "error"}
+CONNECT_S = 30  # seconds to wait for `--scheduler` to answer
+# What distributed logs (workers starting, a cluster closing, a task given up on) would change stderr from
+# `-j 1`'s, and a lost batch is reported in one line already. Set in the environment too, so that the worker
+# processes (and those restarted after a crash) read it when they import distributed.
+_QUIET_ENV: Final = {"DASK_LOGGING__DISTRIBUTED": "critical"}
 
 R = TypeVar("R")
 
@@ -45,7 +47,7 @@ def _quiet() -> Iterator[None]:
     os.environ.update(_QUIET_ENV)
     logger = logging.getLogger("distributed")
     level = logger.level
-    logger.setLevel(logging.ERROR)
+    logger.setLevel(logging.CRITICAL)
     try:
         yield
     finally:
@@ -78,15 +80,19 @@ class Cluster:
             if self.scheduler is not None:
                 try:
                     client = distributed.Client(self.scheduler, timeout=CONNECT_S)
-                except (OSError, TimeoutError) as exc:
+                except (OSError, TimeoutError, ValueError) as exc:  # ValueError: not an address
                     raise LoopguardError(f"--scheduler {self.scheduler}: cannot reach the Dask scheduler: "
                                          f"{exc}") from None
             else:
                 # the workers start (and restart, after a crash) with spawn: the program's main module stays
                 # out of their sight while the cluster lives (see main_module_hidden)
                 stack.enter_context(main_module_hidden())
-                cluster = stack.enter_context(distributed.LocalCluster(
-                    n_workers=max(1, self.jobs), threads_per_worker=1, processes=True, dashboard_address=None))
+                with warnings.catch_warnings():
+                    # the scheduler's HTTP endpoint (health checks; no dashboard) takes another port when the
+                    # default one is busy (another cluster on this machine): nothing the command should print
+                    warnings.filterwarnings("ignore", "Port .* is already in use", UserWarning)
+                    cluster = stack.enter_context(distributed.LocalCluster(
+                        n_workers=max(1, self.jobs), threads_per_worker=1, processes=True, dashboard_address=None))
                 client = distributed.Client(cluster)
             self._client = stack.enter_context(client)
             self._stack = stack.pop_all()
@@ -130,10 +136,9 @@ class Cluster:
                 index, future = pending.popleft()
                 try:
                     result: R = future.result()
-                except KilledWorker as exc:
+                except KilledWorker:  # the scheduler gave up after allowed-failures deaths
                     raise WorkerLost(f"a Dask worker died on batch {index + 1} of {len(batches)} "
-                                     f"({describe(index)}), retried and lost again ({exc}); the run is incomplete"
-                                     ) from None
+                                     f"({describe(index)}), on every try; the run is incomplete") from None
                 except Exception as exc:  # raised in the task on every try: a replay's own errors are results
                     raise WorkerLost(f"batch {index + 1} of {len(batches)} ({describe(index)}) failed on the Dask "
                                      f"cluster: {type(exc).__name__}: {exc}; the run is incomplete") from None
