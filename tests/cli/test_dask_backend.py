@@ -154,7 +154,8 @@ def test_a_worker_killed_every_time_is_one_line_naming_the_batch_and_exit_3(
     ["--policy", "default", "--policy", "openhands", "--json"],
     ["--sweep", "loop_guard.warn_at=2..4"],
     pytest.param(["--policy", "default", "--markdown"], marks=pytest.mark.slow),
-    pytest.param(["--policy", "default", "--policy", "goose", "--sweep", "loop_guard.warn_at=2..4", "--json"], marks=pytest.mark.slow),
+    pytest.param(["--policy", "default", "--policy", "goose", "--sweep", "loop_guard.warn_at=2..4", "--json"],
+                 marks=pytest.mark.slow),
 ], ids=lambda o: " ".join(o))
 def test_eval_on_the_labelled_real_corpus_is_the_output_of_one_process(
     scheduler: str, batches: Batches, capsys: pytest.CaptureFixture[str], options: list[str]
