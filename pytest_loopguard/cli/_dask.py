@@ -40,9 +40,13 @@ class DaskMissing(LoopguardError):
     def __init__(self) -> None:
         super().__init__(f"--backend dask needs Dask's distributed package: {INSTALL_DASK}")
 
+    def __reduce__(self) -> Any:
+        return DaskMissing, ()  # made from nothing: its message is fixed
+
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
+    """distributed's logging off in this process and in the workers it starts, for the block."""
     saved = {key: os.environ.get(key) for key in _QUIET_ENV}
     os.environ.update(_QUIET_ENV)
     logger = logging.getLogger("distributed")
