@@ -151,8 +151,8 @@ def test_a_worker_killed_every_time_is_one_line_naming_the_batch_and_exit_3(
 
 # ---- eval --------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("options", [
-    ["--policy", "default", "--policy", "openhands", "--json"],
     ["--sweep", "loop_guard.warn_at=2..4"],
+    pytest.param(["--policy", "default", "--policy", "openhands", "--json"], marks=pytest.mark.slow),
     pytest.param(["--policy", "default", "--markdown"], marks=pytest.mark.slow),
     pytest.param(["--policy", "default", "--policy", "goose", "--sweep", "loop_guard.warn_at=2..4", "--json"],
                  marks=pytest.mark.slow),
@@ -211,8 +211,11 @@ def loopguard_without_dask(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("command", [["run", "traces/loop_guard"], ["eval", str(REAL / "mini-swe-agent-deepseek")],
-                                     ["conform", GUARD, "traces/loop_guard"]], ids=lambda c: c[0])
+@pytest.mark.parametrize("command", [
+    ["run", "traces/loop_guard"],
+    pytest.param(["eval", str(REAL / "mini-swe-agent-deepseek")], marks=pytest.mark.slow),
+    pytest.param(["conform", GUARD, "traces/loop_guard"], marks=pytest.mark.slow),
+], ids=lambda c: c[0])
 def test_without_the_extra_the_backend_is_one_line_naming_it(command: list[str]) -> None:
     done = loopguard_without_dask(*command, "--backend", "dask")
     assert done.returncode == 2 and done.stdout == ""
