@@ -7,9 +7,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
-from ._common import EXIT_BAD_INPUT, EXIT_OK, err, error
+from ._common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, err, error
+
+if TYPE_CHECKING:
+    from ..eval._runs import ScoredRun
+    from ..eval._score import Replayed
+    from ..runtime._policy import Policy
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,15 +31,58 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     p.add_argument("--sweep", metavar="ENGINE.SETTING=A..B",
                    help="vary one setting and print the recall / false-stop frontier")
+    from ._backend import add_arguments as backend_arguments
+
+    backend_arguments(p, "replay")
+
+
+# runs per batch: a run is a whole agent session (hundreds of steps), replayed under every policy and sweep value
+MIN_RUNS: Final = 4
+MAX_RUNS: Final = 64
+
+
+def _replays(args: argparse.Namespace, runs: list[ScoredRun], policies: list[Policy]) -> Iterator[list[Replayed]]:
+    """Each policy's replays of every run, in order, made on -j processes or the Dask cluster: the runs go out
+    once, in batches, each replayed there under every policy (a sweep's values too)."""
+    from ..eval._score import replay_runs
+    from ._backend import batched, ordered
+
+    chunks: list[Sequence[ScoredRun]] = []
+
+    def make(workers: int) -> list[tuple[Sequence[ScoredRun], list[Policy]]]:
+        chunks[:] = batched(runs, workers, MIN_RUNS, MAX_RUNS)
+        return [(chunk, policies) for chunk in chunks]
+
+    def describe(b: int) -> str:
+        names = [r.run_id for r in chunks[b]]
+        return names[0] if len(names) == 1 else f"{len(names)} runs, {names[0]} .. {names[-1]}"
+
+    per_policy: list[list[Replayed]] = [[] for _ in policies]
+    for batch in ordered(replay_runs, make, args, describe):
+        for mine, theirs in zip(per_policy, batch, strict=True):
+            mine.extend(theirs)
+    yield from per_policy
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load runs (and labels), score each policy, print the tables or JSON; 2 on bad input."""
+    """Load runs (and labels), score each policy, print the tables or JSON; 2 on bad input, 3 on a lost batch."""
+    from ._backend import check
+    from ._jobs import WorkerLost
+
+    check(args)
+    try:
+        return _score(args)
+    except WorkerLost as exc:  # a worker killed (out of memory?) rather than a bug: no "please report it"
+        error(exc)
+        return EXIT_INTERNAL
+
+
+def _score(args: argparse.Namespace) -> int:
     import json
 
     from ..eval._labels import RunLabel, load_labels
-    from ..eval._runs import ScoredRun, load_runs
-    from ..eval._score import match_labels, score_policy
+    from ..eval._runs import load_runs
+    from ..eval._score import PolicyScore, match_labels, score_policy
     from ..runtime._policy import resolve_policy
     from ._eval_tables import parse_sweep, render, sweep_headers, sweep_rows, swept, table
 
@@ -59,10 +108,19 @@ def run(args: argparse.Namespace) -> int:
         shown = ", ".join(label.run_id for label in absent[:3]) + (", ..." if len(absent) > 3 else "")
         err(f"loopguard: eval: {len(absent)} labelled runs of {labels.path} were not among the runs given "
             f"(not scored): {shown}")
+    # each policy, or each of its sweep's values
+    scored = [[swept(p, sweep, v) for v in sweep.values] if sweep is not None else [p] for p in policies]
+    # None: each replayed here as it is scored; else made on other processes, in the order they are scored
+    elsewhere = args.jobs > 1 or args.backend != "local"
+    replays = _replays(args, runs, [p for group in scored for p in group]) if elsewhere else None
+
+    def score(policy: Policy, name: str | None = None) -> PolicyScore:
+        return score_policy(policy, runs, labelled, name=name, replays=next(replays) if replays else None)
+
     if sweep is not None:
         document: dict[str, Any] = {}
-        for name, policy in zip(names, policies, strict=True):
-            scores = [score_policy(swept(policy, sweep, v), runs, labelled) for v in sweep.values]
+        for name, group in zip(names, scored, strict=True):
+            scores = [score(p) for p in group]
             if args.json:
                 document[name] = [{"value": v, **s.to_dict()} for v, s in zip(sweep.values, scores, strict=True)]
             else:
@@ -71,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(document, indent=2))
         return EXIT_OK
-    scores = [score_policy(p, runs, labelled, name=n) for n, p in zip(names, policies, strict=True)]
+    scores = [score(p, n) for n, p in zip(names, policies, strict=True)]
     if args.json:
         print(json.dumps({"runs": len(runs), "labelled": len(labelled), "absent": [a.run_id for a in absent],
                           "policies": [s.to_dict() for s in scores]}, indent=2))

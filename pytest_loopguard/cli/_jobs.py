@@ -26,7 +26,7 @@ import types
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..core._model import ReplayResult
 from ..errors import LoopguardError, LoopguardWarning
@@ -40,7 +40,18 @@ if TYPE_CHECKING:
 
     from ..errors import NotATraceError
 
-__all__ = ["WorkerLost", "batch_size", "parse_jobs", "replay_file", "run_jobs", "usable_cpus"]
+__all__ = [
+    "WorkerLost",
+    "batch_files",
+    "batch_size",
+    "main_module_hidden",
+    "mp_context",
+    "parse_jobs",
+    "replay_batch",
+    "replay_file",
+    "run_jobs",
+    "usable_cpus",
+]
 
 MIN_BATCH: Final = 128  # files per task at least: a task costs a pipe round trip; fewer than 2 batches run here
 MAX_BATCH: Final = 256  # files per task at most, so the last batches still spread over the workers
@@ -213,14 +224,18 @@ def _terminated(signum: int, frame: Any) -> None:
     os._exit(128 + signum)
 
 
+def _policy(setup: _Setup) -> tuple[Policy | None, _Escaped | None]:
+    """The --policy option resolved where the files are replayed, or what resolving it raised."""
+    try:
+        return (resolve_policy(setup.policy) if setup.policy is not None else None), None
+    except Exception as exc:  # resolved once in the parent already; a file changed since
+        return None, _Escaped(exc)
+
+
 def _work(conn: Connection, slot: int, current: Any, setup: _Setup) -> None:
     os.chdir(setup.cwd)
     resolved: dict[Any, Policy] = {}
-    try:
-        policy = resolve_policy(setup.policy) if setup.policy is not None else None
-        failed: _Escaped | None = None
-    except Exception as exc:  # resolved once in the parent already; a file changed since
-        policy, failed = None, _Escaped(exc)
+    policy, failed = _policy(setup)
     while True:
         try:
             task = conn.recv()
@@ -243,6 +258,22 @@ def _work(conn: Connection, slot: int, current: Any, setup: _Setup) -> None:
             conn.send((number, [_sendable(events, exc) for events in out]))
 
 
+def replay_batch(setup: _Setup, files: list[tuple[int, str]]) -> list[list[Event]]:
+    """A batch as one task on a cluster (`--backend dask`): each file's events, as a `-j` worker sends them.
+    The worker runs in the command's folder (the corpus at the same path on every machine: shared storage)."""
+    os.chdir(setup.cwd)
+    resolved: dict[Any, Policy] = {}
+    policy, failed = _policy(setup)
+    try:
+        return [[failed] if failed is not None else
+                setup.work(Path(path), policy, resolved, setup.stream, setup.timelines) for _, path in files]
+    finally:
+        # a cluster's worker outlives the run: the guard processes this batch started end with it
+        pipe = sys.modules.get("pytest_loopguard.engines._pipe")
+        if pipe is not None:
+            pipe.shutdown_all()
+
+
 def _sendable(events: list[Event], error: Exception) -> list[Event]:
     import pickle
 
@@ -254,7 +285,7 @@ def _sendable(events: list[Event], error: Exception) -> list[Event]:
 
 
 # ---- the pool ------------------------------------------------------------------------------------------
-def _context() -> ForkServerContext | SpawnContext | DefaultContext:
+def mp_context() -> ForkServerContext | SpawnContext | DefaultContext:
     import multiprocessing
 
     if "forkserver" in multiprocessing.get_all_start_methods():
@@ -266,7 +297,7 @@ def _context() -> ForkServerContext | SpawnContext | DefaultContext:
 
 
 @contextlib.contextmanager
-def _main_module_hidden() -> Iterator[None]:
+def main_module_hidden() -> Iterator[None]:
     """While workers start, the program's main module is out of sight: multiprocessing would have each one
     (and the forkserver) import it again, which fails for a program read from stdin and runs an unguarded
     script's own code once more. The workers never need it: everything they run is in a module of its own."""
@@ -301,13 +332,13 @@ class _Pool:
     """`jobs` worker processes fed one batch each at a time; `results` gives the batches' results in order."""
 
     def __init__(self, jobs: int, setup: _Setup) -> None:
-        context = _context()
+        context = mp_context()
         self._current = context.RawArray("q", [-1] * jobs)  # the file each worker is on: named if it dies
         self._workers: list[_Worker] = []
         self._finished = False
         self.most_in_flight = 0  # batches sent and not yet merged, at most: the reorder buffer's bound
         try:
-            with _main_module_hidden():
+            with main_module_hidden():
                 for slot in range(jobs):
                     here, there = context.Pipe()
                     process = context.Process(target=_worker, args=(there, slot, self._current, setup),
@@ -403,6 +434,22 @@ def _runs(events: list[Event]) -> FileRuns:
             _reissue(event)  # warned while the file was read up to here
 
 
+class Cluster(Protocol):
+    """Where `--backend dask` runs the batches (cli/_dask.Cluster): its workers, and the tasks' results in order."""
+
+    @property
+    def workers(self) -> int: ...
+
+    def results(self, task: Callable[..., list[list[Event]]], batches: Sequence[tuple[Any, ...]],
+                describe: Callable[[int], str]) -> Iterator[list[list[Event]]]: ...
+
+
+def batch_files(batch: Sequence[tuple[int, str]]) -> str:
+    """A batch as an error names it: its file, or how many files from which to which."""
+    first, last = batch[0][1], batch[-1][1]
+    return first if len(batch) == 1 else f"{len(batch)} files, {first} .. {last}"
+
+
 def run_jobs(
     paths: Sequence[str | Path],
     policy: Policy | None,
@@ -411,18 +458,27 @@ def run_jobs(
     *,
     skipped: list[NotATraceError] | None = None,
     stream: bool = True,
+    cluster: Cluster | None = None,
 ) -> Iterator[RunItem]:
-    """`run_paths(paths, policy, skipped=, stream=)` on `jobs` processes: the same items in the same order.
-    `spec` is the policy as given (`policy` resolved from it), for the workers to resolve. A corpus of fewer
-    than two batches runs in this process: a pool's start-up costs more than it saves there."""
+    """`run_paths(paths, policy, skipped=, stream=)` on `jobs` processes, or as tasks on `cluster`: the same items
+    in the same order. `spec` is the policy as given (`policy` resolved from it), for the workers to resolve.
+    Without a cluster, a corpus of fewer than two batches runs in this process: a pool's start-up costs more
+    than it saves there (a cluster asked for is used whatever the corpus's size)."""
     files = list(trace_files(paths))
-    size = batch_size(len(files), jobs)
-    if jobs < 2 or len(files) < 2 * size:
+    size = batch_size(len(files), max(jobs, cluster.workers) if cluster is not None else jobs)
+    if cluster is None and (jobs < 2 or len(files) < 2 * size):
         yield from run_paths(paths, policy, skipped=skipped, stream=stream)
         return
     numbered = [(i, str(f)) for i, (f, _) in enumerate(files)]
     batches = [numbered[i:i + size] for i in range(0, len(numbered), size)]
     setup = _Setup(os.getcwd(), spec, stream, not stream, WORK)
+    if cluster is not None:
+        results = cluster.results(replay_batch, [(setup, batch) for batch in batches],
+                                  lambda b: batch_files(batches[b]))
+        yield from merged(((files[index][0], files[index][1], _runs(events))
+                           for outs, batch in zip(results, batches, strict=True)
+                           for (index, _), events in zip(batch, outs, strict=True)), skipped)
+        return
     pool = _Pool(min(jobs, len(batches)), setup)
     try:
         # results first: zip asks it for one more batch at the end, which lets it mark the run complete

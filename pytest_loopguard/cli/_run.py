@@ -27,16 +27,8 @@ if TYPE_CHECKING:
     from ..core._expect import Mismatch
     from ..core._model import ReplayResult
     from ..errors import NotATraceError
+    from ._dask import Cluster
 
-
-
-def _jobs_type(text: str) -> int:
-    from ._jobs import parse_jobs  # only when -j is given
-
-    try:
-        return parse_jobs(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -48,23 +40,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON list, one entry per trace")
     p.add_argument("--coverage", action="store_true", help="print rule coverage (reason codes no trace triggers)")
     p.add_argument("--report", metavar="PATH", help="write a report file: .json, .md or .html")
-    p.add_argument("-j", "--jobs", type=_jobs_type, default=1, metavar="N",
-                   help="replay on N processes, output identical to one (0 or auto: one per CPU; default 1)")
+    from ._backend import add_arguments as backend_arguments
+
+    backend_arguments(p, "replay")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.jobs <= 1:
+    if args.jobs <= 1 and args.backend == "local" and args.scheduler is None:
         return _replay_corpus(args)
+    from ._backend import check
     from ._jobs import WorkerLost
 
+    check(args)
     try:
+        if args.backend == "dask":
+            from ._dask import Cluster
+
+            with Cluster(args.jobs, args.scheduler) as cluster:
+                return _replay_corpus(args, cluster)
         return _replay_corpus(args)
     except WorkerLost as exc:  # killed (out of memory?) rather than a bug: no "please report it"
         error(exc)
         return EXIT_INTERNAL
 
 
-def _replay_corpus(args: argparse.Namespace) -> int:
+def _replay_corpus(args: argparse.Namespace, cluster: Cluster | None = None) -> int:
     import itertools
     from pathlib import Path
 
@@ -87,10 +87,11 @@ def _replay_corpus(args: argparse.Namespace) -> int:
     # a corpus (its manifest, archive or installed name) runs its traces as named files, then its agent logs
     unresolved: list[LoopguardError] = []  # reported as bad input while the other paths run
     paths, corpora = corpora_in(paths, errors=unresolved)
-    if args.jobs > 1:  # the same items in the same order from several processes (run_jobs)
+    if args.jobs > 1 or cluster is not None:  # the same items in the same order from several processes (run_jobs)
         from ._jobs import run_jobs
 
-        items = run_jobs(paths, policy, args.policy, args.jobs, skipped=skipped, stream=not timelines)
+        items = run_jobs(paths, policy, args.policy, args.jobs, skipped=skipped, stream=not timelines,
+                         cluster=cluster)
     else:
         items = run_paths(paths, policy, skipped=skipped, stream=not timelines)
     items = itertools.chain(unresolved, items, log_items(corpora, policy))

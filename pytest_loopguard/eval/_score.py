@@ -34,11 +34,15 @@ __all__ = [
     "Event",
     "LoopScore",
     "PolicyScore",
+    "Replayed",
     "RunScore",
     "compaction_rows",
     "match_labels",
+    "replay_runs",
+    "replayed",
     "score_policy",
     "score_run",
+    "scored",
 ]
 
 FORCE_DONE: Final = "failure_tracker.force_done"
@@ -271,16 +275,42 @@ def _loop_score(loop: LoopLabel, evs: tuple[Event, ...], outcome: str) -> LoopSc
     return LoopScore(loop, first, false_stop)
 
 
+@final
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """What scoring reads of one replay: its verdicts as events, and the calls where the log and the policy
+    compacted (none when the log holds no compaction). Small: what a worker sends back instead of the result."""
+
+    events: tuple[Event, ...]
+    compacted: tuple[int, ...] = ()
+    compacts: tuple[int, ...] = ()
+
+
+def replayed(result: ReplayResult) -> Replayed:
+    if any(s.kind == "compacted" for s in result.trace.steps):
+        return Replayed(events(result), *compactions(result))
+    return Replayed(events(result))
+
+
+def replay_runs(runs: Sequence[ScoredRun], policies: Sequence[Policy]) -> list[list[Replayed]]:
+    """Every run replayed under each policy, per policy: a batch of `loopguard eval -j N` or `--backend dask`."""
+    return [[replayed(execute(run.trace, policy)) for run in runs] for policy in policies]  # scenarios run too
+
+
 def score_run(run: ScoredRun, label: RunLabel | None, result: ReplayResult) -> RunScore:
     """Score one replay against its label (or only its outcome when unlabelled)."""
-    evs = events(result)
+    return scored(run, label, replayed(result))
+
+
+def scored(run: ScoredRun, label: RunLabel | None, replay: Replayed) -> RunScore:
+    """Score one run's replay (as `replayed` gives it) against its label, or only its outcome when unlabelled."""
+    evs = replay.events
     outcome = label.outcome if label is not None else run.outcome
     loops = tuple(_loop_score(loop, evs, outcome) for loop in (label.loops if label is not None else ()))
     false_stop = next((e for e in evs if e.severe), None) if outcome == "resolved" else None
     if false_stop is None:
         false_stop = next((s.false_stop for s in loops if s.false_stop is not None), None)
-    compacted, compacts = compactions(result) if any(s.kind == "compacted" for s in result.trace.steps) else ((), ())
-    return RunScore(run, label, outcome, evs, loops, false_stop, compacted, compacts)
+    return RunScore(run, label, outcome, evs, loops, false_stop, replay.compacted, replay.compacts)
 
 
 def match_labels(labels: Labels, runs: Sequence[ScoredRun], *,
@@ -349,11 +379,14 @@ def _imported_from(label: RunLabel, runs: Sequence[ScoredRun], taken: set[int]) 
 
 
 def score_policy(policy: Policy, runs: Sequence[ScoredRun], labelled: Mapping[int, RunLabel], *,
-                 name: str | None = None) -> PolicyScore:
-    """Replay every run under `policy` and score it."""
-    scores = []
-    for i, run in enumerate(runs):
-        scores.append(score_run(run, labelled.get(i), execute(run.trace, policy)))  # scenarios run too
+                 name: str | None = None, replays: Sequence[Replayed] | None = None) -> PolicyScore:
+    """Replay every run under `policy` and score it; `replays`: the runs' replays under it, made elsewhere
+    (`replay_runs` on other processes)."""
+    if replays is None:
+        scores = [score_run(run, labelled.get(i), execute(run.trace, policy))  # scenarios run too
+                  for i, run in enumerate(runs)]
+    else:
+        scores = [scored(run, labelled.get(i), r) for i, (run, r) in enumerate(zip(runs, replays, strict=True))]
     shares: dict[str, Share] = {}
     for outcome in ("resolved", "failed", "all"):
         group = [s for s in scores if outcome in (s.outcome, "all")]

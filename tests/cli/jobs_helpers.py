@@ -4,8 +4,9 @@ worker process, so they live in a module of their own, not in a test file.
 Each behaves as `run_jobs.replay_file` except on files whose name says otherwise: `boom*` raises while it
 is read (`policyerr*` raises a PolicyError), a trace named `explodes` in a file named *late* raises while
 it is replayed (a trace of another file with that name does not: a later one is a duplicate), `kill*`
-kills the worker, `block*` waits on the FIFO named by LOOPGUARD_TEST_FIFO (it writes its pid there, and
-whether it ignores SIGINT) until the worker is ended. `warning_work` warns as a plugin might.
+kills the worker (`killing_once_work`: the first time only, so a batch retried elsewhere replays it),
+`block*` waits on the FIFO named by LOOPGUARD_TEST_FIFO (it writes its pid there, and whether it ignores
+SIGINT) until the worker is ended. `warning_work` warns as a plugin might.
 """
 
 from __future__ import annotations
@@ -116,3 +117,13 @@ def unsendable_work(f: Path, *args: Any) -> list[Any]:
         name, item, warned = events[0]
         return [(name, (item[0], [lambda: "not picklable"]), warned)]
     return events
+
+
+def killing_once_work(f: Path, *args: Any) -> list[Any]:
+    """`kill*` files kill the worker the first time one is replayed (a mark beside the file says it was), and
+    replay as usual when the batch is tried again on another worker."""
+    mark = f.with_name(f.name + ".killed")
+    if f.name.startswith("kill") and not mark.exists():
+        mark.write_text("", encoding="utf-8")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return run_jobs.replay_file(f, *args)
