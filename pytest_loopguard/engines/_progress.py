@@ -43,18 +43,20 @@ class StreakProgress:
     A call whose result differs from the previous identical call's (`result_aware`, or a tool declared
     `paged` or `poll`) is progress, and so is one made at least `poll_gap_ms` after it on the run's clock
     (the agent waited: polling). Progress restarts the consecutive count (the loop guard's `_consecutive`)
-    and makes the streak a poll, whose own budget bounds it: `poll_warn_at` / `poll_block_at` calls and
-    `poll_warn_ms` / `poll_block_ms` of run time. A tool declared `poll` is held to `poll_idle_warn_at` /
+    and makes the streak a poll, whose own budget bounds it: in calls that did not wait, `progress_warn_at` /
+    `progress_block_at` (`poll_warn_at` / `poll_block_at` for a tool declared `poll` or `paged`), and in run
+    time `poll_warn_ms` / `poll_block_ms`. A tool declared `poll` is held to `poll_idle_warn_at` /
     `poll_idle_block_at` calls without a changed result instead of the consecutive thresholds.
     """
 
-    __slots__ = ("_digest", "_last_ms", "_ms_warned", "_settings", "_start_ms", "_warned", "calls", "progressed",
-                 "run", "waited")
+    __slots__ = ("_digest", "_last_ms", "_ms_warned", "_settings", "_start_ms", "_warned", "calls", "paced",
+                 "progressed", "run", "waited")
 
     def __init__(self, settings: Settings, run: RunContext) -> None:
         self._settings = settings
         self.run = run
         self.calls = 0  # identical calls in a row, whatever they returned
+        self.paced = 0  # of them, the calls made after a poll gap (waits: the time budget's business)
         self.progressed = False  # whether the streak has made progress: it is a poll
         self.waited = False  # whether the current call came after a poll gap (its result says "still so")
         self._digest: int | None = None  # the previous identical call's result
@@ -66,7 +68,7 @@ class StreakProgress:
     def restart(self) -> None:
         """A call with another identity starts a new streak."""
         now = self.run.clock.now_ms
-        self.calls = 0
+        self.calls = self.paced = 0
         self.progressed = self.waited = self._warned = self._ms_warned = False
         self._digest = None
         self._start_ms = self._last_ms = now
@@ -80,6 +82,7 @@ class StreakProgress:
         self._last_ms = now
         if self.waited:
             self.progressed = True
+            self.paced += 1
         return self.waited
 
     def after(self, result: ToolResult, repeat: Repeat | None) -> bool:
@@ -93,16 +96,19 @@ class StreakProgress:
         self.progressed = True
         return True
 
-    def budget_verdict(self, call: ToolCall, declared_poll: bool) -> Verdict | None:
+    def budget_verdict(self, call: ToolCall, repeat: Repeat | None) -> Verdict | None:
         """The poll budget's verdict for a streak that is a poll (it made progress, or its tool is declared one)."""
-        if not (self.progressed or declared_poll):
+        declared = repeat == "poll" or repeat == "paged"
+        if not (self.progressed or repeat == "poll"):
             return None
         s = self._settings
-        calls = self.calls
+        calls = self.calls - self.paced
+        warn_at, block_at = (s.poll_warn_at, s.poll_block_at) if declared else (s.progress_warn_at,
+                                                                                 s.progress_block_at)
         elapsed = self.run.clock.now_ms - self._start_ms
-        data = {"tool": call.tool, "calls": calls, "elapsed_ms": elapsed, "warn_at": s.poll_warn_at,
-                "block_at": s.poll_block_at, "warn_ms": s.poll_warn_ms, "block_ms": s.poll_block_ms}
-        over_calls = s.poll_block_at is not None and calls >= s.poll_block_at
+        data = {"tool": call.tool, "calls": calls, "elapsed_ms": elapsed, "warn_at": warn_at,
+                "block_at": block_at, "warn_ms": s.poll_warn_ms, "block_ms": s.poll_block_ms, "declared": repeat}
+        over_calls = block_at is not None and calls >= block_at
         if over_calls or (s.poll_block_ms is not None and elapsed >= s.poll_block_ms):
             span = f"{calls} times" if over_calls else f"for {elapsed // 1000} s"
             return Verdict(
@@ -112,7 +118,7 @@ class StreakProgress:
                 data,
             )
         warn = None
-        if not self._warned and s.poll_warn_at is not None and calls >= s.poll_warn_at:
+        if not self._warned and warn_at is not None and calls >= warn_at:
             self._warned = True
             warn = f"{calls} times"
         elif not self._ms_warned and s.poll_warn_ms is not None and elapsed >= s.poll_warn_ms:
@@ -122,8 +128,8 @@ class StreakProgress:
             return None
         return Verdict(
             NAME, Action.WARN, "loop_guard.poll_budget_warning",
-            f"Warning: tool '{call.tool}' has been polled with identical parameters {warn}. Its results change, "
-            "but consider whether waiting longer will help.",
+            f"Warning: tool '{call.tool}' has been called with identical parameters {warn}. Its results change, "
+            "but consider whether repeating it will get you there; a more direct approach may.",
             data,
         )
 

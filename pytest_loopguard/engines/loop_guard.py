@@ -63,7 +63,9 @@ class Settings(EngineSettings):
     # an identical call whose result differs from the previous one's is progress, not repetition
     result_aware: bool = False
     poll_gap_ms: int | None = None  # an identical call this long after the previous one: the agent waited
-    poll_warn_at: int | None = 100  # a streak that made progress (a poll): a warning at this many calls
+    progress_warn_at: int | None = None  # a streak whose results change: a warning at this many calls ...
+    progress_block_at: int | None = None  # ... and blocks from this many (calls that waited not counted)
+    poll_warn_at: int | None = 100  # the same, for a tool declared `poll` or `paged` in the tool table
     poll_block_at: int | None = 200
     poll_warn_ms: int | None = None  # ... or once it has lasted this long on the run's clock
     poll_block_ms: int | None = None
@@ -75,7 +77,7 @@ class Settings(EngineSettings):
         at_least(self, 1, "warn_at", "block_at", "stop_at", "poll_multiplier", "ring_size", "ping_pong_detect_repeats",
                  "ping_pong_min_repeats", "outcome_prefix_bytes")
         at_least(self, 1, "max_keys", "poll_gap_ms", "poll_warn_at", "poll_block_at", "poll_warn_ms", "poll_block_ms",
-                 "poll_idle_warn_at", "poll_idle_block_at")
+                 "poll_idle_warn_at", "poll_idle_block_at", "progress_warn_at", "progress_block_at")
         at_least(self, 2, "unchanged_output_warn_at")
         at_least(self, 0, "max_warnings_per_call", "outcome_block_threshold")
         action: object = self.warn_action
@@ -294,7 +296,7 @@ class LoopGuard(Engine):
             self._consecutive = 1
             self._warnings = 0
         declared = self.run.classifier.repeat(call)
-        verdict = progress.budget_verdict(call, declared == "poll")
+        verdict = progress.budget_verdict(call, declared)
         if verdict is not None:
             return verdict
         if declared == "poll":  # expected to repeat: held to calls without a changed result (openclaw's)
