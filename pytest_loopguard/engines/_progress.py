@@ -96,15 +96,20 @@ class StreakProgress:
         self.progressed = True
         return True
 
-    def budget_verdict(self, call: ToolCall, repeat: Repeat | None) -> Verdict | None:
-        """The poll budget's verdict for a streak that is a poll (it made progress, or its tool is declared one)."""
+    def budget_verdict(self, call: ToolCall, repeat: Repeat | None, multiplier: int) -> Verdict | None:
+        """The poll budget's verdict for a streak that is a poll (it made progress, or its tool is declared one).
+        `multiplier`: the loop guard's poll multiplier for an observation tool (1 otherwise); it scales the
+        undeclared budget as it scales the consecutive thresholds."""
         declared = repeat == "poll" or repeat == "paged"
         if not (self.progressed or repeat == "poll"):
             return None
         s = self._settings
         calls = self.calls - self.paced
-        warn_at, block_at = (s.poll_warn_at, s.poll_block_at) if declared else (s.progress_warn_at,
-                                                                                 s.progress_block_at)
+        if declared:
+            warn_at, block_at = s.poll_warn_at, s.poll_block_at
+        else:
+            warn_at = s.progress_warn_at * multiplier if s.progress_warn_at is not None else None
+            block_at = s.progress_block_at * multiplier if s.progress_block_at is not None else None
         elapsed = self.run.clock.now_ms - self._start_ms
         data = {"tool": call.tool, "calls": calls, "elapsed_ms": elapsed, "warn_at": warn_at,
                 "block_at": block_at, "warn_ms": s.poll_warn_ms, "block_ms": s.poll_block_ms, "declared": repeat}

@@ -296,7 +296,8 @@ class LoopGuard(Engine):
             self._consecutive = 1
             self._warnings = 0
         declared = self.run.classifier.repeat(call)
-        verdict = progress.budget_verdict(call, declared)
+        multiplier = self.settings.poll_multiplier if progress.progressed and self._poll(call) else 1
+        verdict = progress.budget_verdict(call, declared, multiplier)
         if verdict is not None:
             return verdict
         if declared == "poll":  # expected to repeat: held to calls without a changed result (openclaw's)
