@@ -60,7 +60,8 @@ def test_not_heeded_when_a_call_within_k_repeats_it(tmp_path: Path) -> None:
 def test_heeded_within_needs_a_warning_or_block(tmp_path: Path) -> None:
     raw = trace([{**OTHER, "expect": {"action": "allow", "heeded_within": 1}}, BUILD])
     full, streamed = mismatches(raw, tmp_path)
-    assert full == streamed == ["step 0: heeded_within: expected 1, got 'allow' (no warning or block on a call to heed)"]
+    assert full == streamed == [
+        "step 0: heeded_within: expected 1, got 'allow' (no warning or block on a call to heed)"]
 
 
 def test_format_reads_and_writes_it() -> None:
