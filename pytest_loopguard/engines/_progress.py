@@ -86,7 +86,10 @@ class StreakProgress:
         return self.waited
 
     def after(self, result: ToolResult, repeat: Repeat | None) -> bool:
-        """Note what the call returned; True when it differs from the previous identical call's (progress)."""
+        """Note what the call returned; True when it differs from the previous identical call's (progress).
+        A result with neither text nor error (a recorded step without one) says nothing: it is not compared."""
+        if result.text is None and result.error is None:
+            return False
         digest = result_digest(result)
         previous, self._digest = self._digest, digest
         if previous is None or previous == digest:
@@ -167,6 +170,8 @@ class UnchangedOutput:
                 self.edits += 1
             return None
         if effect not in _CHECK_EFFECTS or self.run.kind(call) != "action":
+            return None
+        if result.text is None and result.error is None:  # no output recorded: nothing to compare
             return None
         digest = result_digest(result)
         edits = self.edits
