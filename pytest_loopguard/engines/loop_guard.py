@@ -205,6 +205,8 @@ class LoopGuard(Engine):
             else None
         )
         self._unchanged = UnchangedOutput(settings, run) if settings.unchanged_output_warn_at is not None else None
+        self._watching = self._progress is not None or self._unchanged is not None
+        self._declares_repeat = run.classifier.declares_repeat
 
     # ---- identity ----------------------------------------------------------------------------------
     def _identity(self, call: ToolCall) -> str:
@@ -222,11 +224,12 @@ class LoopGuard(Engine):
 
     def _is_exempt(self, call: ToolCall) -> bool:
         conditions = self._exempt.get(call.tool)
+        # or declared `repeat: exempt` in the tool table (a table without declarations is never asked)
+        declared = self._declares_repeat and self.run.classifier.repeat(call) == "exempt"
         if conditions is None:
-            return self.run.classifier.repeat(call) == "exempt"  # declared in the tool table
+            return declared
         args = call.args
-        return any(all(args.get(k) == v for k, v in when.items()) for when in conditions) or (
-            self.run.classifier.repeat(call) == "exempt")
+        return declared or any(all(args.get(k) == v for k, v in when.items()) for when in conditions)
 
     def _observation(self, call: ToolCall) -> bool:
         return self.run.kind(call) == "observation"
@@ -445,31 +448,19 @@ class LoopGuard(Engine):
 
     @hookimpl
     def loopguard_after_call(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> Verdict | None:
-        if self._progress is None and self._unchanged is None:
-            self._count_outcome(call, result, blocked)
-            return None
-        if blocked or result is None or self._is_exempt(call):
-            return None
-        identity = self._last_identity if call is self._last_call else self._identity(call)
-        progress, waited = self._progress, False
-        if progress is not None and identity == self._current:
-            declared = self.run.classifier.repeat(call)
-            waited = progress.waited or declared == "poll"
-            if progress.after(result, declared):  # a changed result: the repetition restarts here
-                self._consecutive = 1
-                self._warnings = 0
-        if not waited:  # a poll's "still so" after a wait is the poll budget's business, not an outcome
-            self._count_outcome(call, result, blocked)
-        return self._unchanged.after(call, identity, result) if self._unchanged is not None else None
-
-    def _count_outcome(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> None:
-        """Outcome poisoning: the same result for the same identity, `outcome_block_threshold` times."""
+        verdict: Verdict | None = None
+        if self._watching:  # what the call achieved (engines/_progress.py); off in the published presets
+            if blocked or result is None or self._is_exempt(call):
+                return None
+            verdict, waited = self._achieved(call, result)
+            if waited:  # a poll's "still so" after a wait is the poll budget's business, not an outcome
+                return verdict
         threshold = self._outcome_threshold
         if blocked or result is None or threshold <= 0 or (self._exempt and self._is_exempt(call)):
-            return
+            return verdict
         text = result.result_text
         if text is None:
-            return
+            return verdict
         size = self.settings.outcome_prefix_bytes
         # the result's first `size` bytes; a character is at least one byte, so `size` characters cover
         # them. An ASCII prefix is its own bytes (kept as text, sparing an encode per call); any other
@@ -480,6 +471,20 @@ class LoopGuard(Engine):
         count = self._outcomes.increment(key)
         if count >= threshold and identity not in self._poisoned:
             self._poisoned[identity] = count
+        return verdict
+
+    def _achieved(self, call: ToolCall, result: ToolResult) -> tuple[Verdict | None, bool]:
+        """A call that ran, judged by its result: (the unchanged-output warning, whether the call was a wait
+        or a declared poll's)."""
+        identity = self._last_identity if call is self._last_call else self._identity(call)
+        progress, waited = self._progress, False
+        if progress is not None and identity == self._current:
+            declared = self.run.classifier.repeat(call)
+            waited = progress.waited or declared == "poll"
+            if progress.after(result, declared):  # a changed result: the repetition restarts here
+                self._consecutive = 1
+                self._warnings = 0
+        return (self._unchanged.after(call, identity, result) if self._unchanged is not None else None), waited
 
     @hookimpl
     def loopguard_message(self, message: Message) -> None:
