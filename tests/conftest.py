@@ -42,3 +42,21 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     pytest start): pytester clears PYTEST_ADDOPTS for its runs, so it is set again here."""
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:langsmith_plugin -p no:anyio")
     return pytester
+
+
+_SLOW_PROFILE = os.path.join(os.path.dirname(__file__), "slow_tests.txt")
+
+
+def _slow_ids() -> frozenset[str]:
+    with open(_SLOW_PROFILE, encoding="utf-8") as f:
+        return frozenset(line.strip() for line in f if line.strip() and not line.startswith("#"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by `-m`
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests in slow_tests.txt (tools/slow_profile.py: the slowest of a measured run) are marked `slow`: the
+    default run leaves them to `python -m pytest -m slow`, which CI runs too."""
+    slow = _slow_ids()
+    for item in items:
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)

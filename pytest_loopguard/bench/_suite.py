@@ -1,17 +1,19 @@
 """The `loopguard bench` suite: every speed figure issue 11 promises, measured side by side in one process.
 
-Each row is timed `repeat` times (min and median kept) and shown as a ratio to the baseline: a bare loop
-that only fingerprints each tool call of the same events (canonical JSON of tool + arguments, hashed) and
-counts consecutive repeats in a dict. Ratios are what to compare across machines; the goal column says
-what the row should reach, and `met` judges it as a ratio (a goal in µs divided by the baseline's cost on
-the machine that set it). Heavy rows (a streamed 1M-event run, a 1,000-file corpus) run `loopguard run`
-in a subprocess, and the corpus also through pytest (`bench_pytest`); they are only measured when asked
-for, so a plain `loopguard bench` stays quick.
+Each row is timed `repeat` times (min and median kept). A replay row's cost is per event its replay processed
+(a run a policy stops at step k processed k + 1 steps, not the whole trace), and its ratio is to a bare loop
+that only fingerprints each tool call of exactly those events (canonical JSON of tool + arguments, hashed)
+and counts consecutive repeats in a dict, timed in turns with it. Other rows show their ratio to that bare loop
+over every synthetic event. A goal in µs or events/s is judged in this machine's µs, as written (a loaded
+machine misses it: state the load beside the figures); a goal in × is judged as the ratio. Heavy rows (a
+streamed 1M-event run, a 1,000-file corpus) run `loopguard run` in a subprocess, and the corpus also through
+pytest (`bench_pytest`); they are only measured when asked for, so a plain `loopguard bench` stays quick.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -28,7 +30,7 @@ from typing import Any, Final
 import yaml
 from tabulate import tabulate
 
-from ..core._model import ToolCall, ToolResult, Trace
+from ..core._model import NOT_REACHED, Task, ToolCall, ToolResult, Trace
 from ..io._format import dumps, load_file
 from ..runtime._guard import Guard
 from ..runtime._policy import Policy, resolve_policy
@@ -41,9 +43,6 @@ __all__ = ["bare_loop", "run_suite", "suite_json", "suite_table", "write_corpus"
 _LIVE_CALLS: Final = 2000  # calls per live-check repeat
 _CONSTRUCTIONS: Final = 200  # Guards built per construction repeat
 _CORPUS_STEPS: Final = 40  # steps per file of the corpus row: about a real recorded run's length
-# The issue's goals in µs were set on its machine, where the baseline cost 19.2 µs / 14.5 = 1.32 µs per
-# event; judged as ratios to that baseline, they hold on any machine (a loaded one included).
-ISSUE_BASELINE_US: Final = 19.2 / 14.5
 
 
 def _repeat(fn: Callable[[], Any], repeat: int) -> list[float]:
@@ -88,14 +87,58 @@ def _events(traces: Sequence[Trace]) -> int:
     return sum(len(t.steps) for t in traces)
 
 
+def reached_prefixes(traces: Sequence[Trace], policy: Policy) -> list[Trace]:
+    """Each trace cut to the steps `policy`'s replay reaches (a run it stops at step k keeps steps 0..k): the
+    events the replay really processes, which the bare loop of its row runs over."""
+    out = []
+    for trace in traces:
+        reached = sum(1 for s in replay(trace, policy).steps if s.action != NOT_REACHED)
+        out.append(trace if reached == len(trace.steps) else dataclasses.replace(trace, steps=trace.steps[:reached]))
+    return out
+
+
+def realistic_calls(seed: int, count: int = _LIVE_CALLS) -> list[tuple[ToolCall, ToolResult]]:
+    """What a coding agent's calls look like (the live-check row's realistic mix): reads of files with line
+    ranges, searches with a path, shell commands (tests, git, builds), edits, listings; about one in seven
+    fails, and results are a few KB of text. Drawn from `seed`, before any clock starts."""
+    rng = random.Random(seed)
+    files = [f"src/pkg/{d}/{n}.py" for d in ("core", "io", "cli", "engines") for n in ("model", "read", "main", "util")]
+    words = ("def", "return", "self", "import", "class", "value", "path", "error", "result", "None")
+    bodies = [" ".join(rng.choice(words) for _ in range(rng.randint(200, 700))) for _ in range(12)]
+    commands = ("pytest -x tests/test_model.py", "pytest -q", "git diff", "git status", "python -m build",
+                "ruff check src", "mypy src", "ls -la src/pkg")
+    out = []
+    for _ in range(count):
+        roll = rng.random()
+        if roll < 0.35:
+            start = rng.choice((1, 1, 120, 240, 480))
+            call = ToolCall.of("read_file", {"path": rng.choice(files), "start_line": start, "end_line": start + 199})
+        elif roll < 0.50:
+            call = ToolCall.of("grep", {"pattern": rng.choice(("TODO", "def load", "raise ", "import yaml")),
+                                        "path": rng.choice(("src", "src/pkg/core", "tests"))})
+        elif roll < 0.75:
+            call = ToolCall.of("bash", {"command": rng.choice(commands)})
+        elif roll < 0.92:
+            call = ToolCall.of("edit_file", {"path": rng.choice(files), "old": "return None",
+                                             "new": f"return {rng.choice(words)}"})
+        else:
+            call = ToolCall.of("list_dir", {"path": rng.choice(("src", "src/pkg", "tests"))})
+        if rng.random() < 0.15:
+            out.append((call, ToolResult(ok=False, text=rng.choice(bodies)[:600], error="exit status 1")))
+        else:
+            out.append((call, ToolResult(text=rng.choice(bodies))))
+    return out
+
+
 def _replay_all(traces: Sequence[Trace], policy: Policy) -> None:
     for trace in traces:
         replay(trace, policy)
 
 
-def _live_loop(policy: Policy, calls: Sequence[tuple[ToolCall, ToolResult]], *, build: bool) -> None:
+def _live_loop(policy: Policy, calls: Sequence[tuple[ToolCall, ToolResult]], *, build: bool,
+               task: Task | None = None) -> None:
     """What an agent does around each tool call: one call per turn, checked before and after."""
-    guard = Guard(policy)
+    guard = Guard(policy, task=task)
     for call, result in calls:
         if build:
             call = ToolCall.of(call.tool, call.args)
@@ -180,54 +223,59 @@ def run_suite(
     while _events(traces) < events:
         traces.append(synthetic_trace(f"bench-{seed}-{len(traces)}", rng))
     n = _events(traces)
-    # the baseline is timed before and after the replay rows and its best kept: on a shared machine a
-    # busy moment during one short measurement would otherwise skew every ratio
+    # the baseline over every synthetic event: the floor of the rows that are not replays (live checks, loading)
     base_seconds = _repeat(lambda: bare_loop(traces), repeat)
-    replays: list[tuple[str, list[float], str, float]] = []
+    replays: list[tuple[str, int, list[float], list[float], str]] = []
     for policy in policies:
-        seconds = _repeat(lambda p=policy: _replay_all(traces, p), repeat)  # type: ignore[misc]
-        if policy.name == "default":
-            replays.append((f"replay {policy.name}", seconds, "≤ 3× baseline, ≥ 250k events/s",
-                            min(3.0, 4.0 / ISSUE_BASELINE_US)))
-        else:
-            replays.append((f"replay {policy.name}", seconds, "≤ 3× baseline", 3.0))
+        # each replay row is over the events its replay reaches (a run stopped at step k processed k + 1 steps,
+        # not the whole trace), and its bare loop runs over exactly those events, timed in turns with it
+        prefixes = reached_prefixes(traces, policy)
+        seconds: list[float] = []
+        bare_runs: list[float] = []
+        for _ in range(repeat):
+            bare_runs += _repeat(functools.partial(bare_loop, prefixes), 1)
+            seconds += _repeat(functools.partial(_replay_all, traces, policy), 1)
+        goal = "≤ 3× bare loop on the same events" + (", ≥ 250k events/s" if policy.name == "default" else "")
+        replays.append((f"replay {policy.name}", _events(prefixes), seconds, bare_runs, goal))
     base_seconds += _repeat(lambda: bare_loop(traces), repeat)
     base = _row("baseline: bare fingerprint loop", "event", n, base_seconds)
     rows = [dataclasses.replace(base, ratio=1.0)]
     floor = base.min_us
 
-    def ratio_row(item: str, unit: str, units: int, seconds: list[float], goal: str, goal_ratio: float | None,
+    def ratio_row(item: str, unit: str, units: int, seconds: list[float], goal: str, goal_us: float | None,
                   **extra: Any) -> SuiteRow:
+        """A row judged against an absolute goal in µs per unit (this machine's µs, as the goal says)."""
         row = _row(item, unit, units, seconds, extra=extra)
-        ratio = row.min_us / floor
-        met = None if goal_ratio is None else ratio <= goal_ratio
-        if goal_ratio is not None:
-            goal = f"{goal} (≤ {goal_ratio:.2f}×)"
-        return dataclasses.replace(row, goal=goal, met=met, ratio=ratio)
+        met = None if goal_us is None else row.min_us <= goal_us
+        return dataclasses.replace(row, goal=goal, met=met, ratio=row.min_us / floor)
 
-    def absolute(goal_us: float) -> float:
-        """An absolute goal of the issue as a ratio to the issue's own baseline on its machine."""
-        return goal_us / ISSUE_BASELINE_US
-
-    rows += [ratio_row(item, "event", n, seconds, goal, goal_ratio) for item, seconds, goal, goal_ratio in replays]
+    for item, reached, seconds, bare_seconds, goal in replays:
+        row = _row(item, "event", reached, seconds)
+        bare_us = min(bare_seconds) * 1e6 / reached
+        ratio = row.min_us / bare_us
+        met = ratio <= 3.0 and (not goal.endswith("events/s") or 1e6 / row.min_us >= 250_000)
+        rows.append(dataclasses.replace(row, goal=goal, met=met, ratio=ratio, extra={
+            "events_reached": reached, "events_in_traces": n, "bare_loop_us": round(bare_us, 3)}))
     bare = dataclasses.replace(resolve_policy("default"), engines={}, name="no-engines")
     rows.append(ratio_row("replay, no engine at all", "event", n, _repeat(lambda: _replay_all(traces, bare), repeat),
-                          "≤ 1 µs", absolute(1.0)))
+                          "≤ 1 µs", 1.0))
 
     default = resolve_policy("default")
     calls = _live_calls(traces)
-    rows.append(ratio_row("live check, default (call built)", "check", len(calls),
-                          _repeat(lambda: _live_loop(default, calls, build=False), repeat), "≤ 5 µs",
-                          absolute(5.0)))
-    rows.append(ratio_row("live check, default + ToolCall.of", "check", len(calls),
-                          _repeat(lambda: _live_loop(default, calls, build=True), repeat), "—", None))
+    rows.append(ratio_row("live check, default, synthetic calls", "check", len(calls),
+                          _repeat(lambda: _live_loop(default, calls, build=False), repeat), "≤ 5 µs", 5.0))
+    mix, task = realistic_calls(seed), Task(objective="Fix the failing test in tests/test_model.py", phase="act")
+    rows.append(ratio_row("live check, default, realistic mix", "check", len(mix),
+                          _repeat(lambda: _live_loop(default, mix, build=False, task=task), repeat), "≤ 5 µs",
+                          5.0))
+    rows.append(ratio_row("live check, default, realistic mix + ToolCall.of", "check", len(mix),
+                          _repeat(lambda: _live_loop(default, mix, build=True, task=task), repeat), "—", None))
     raw_args = [(c.tool, dict(c.args)) for c, _ in calls]
     rows.append(ratio_row("ToolCall.of", "call", len(raw_args),
-                          _repeat(lambda: [ToolCall.of(t, a) for t, a in raw_args], repeat), "≤ 2 µs",
-                          absolute(2.0)))
+                          _repeat(lambda: [ToolCall.of(t, a) for t, a in raw_args], repeat), "≤ 2 µs", 2.0))
     rows.append(ratio_row("Guard construction, default", "guard", _CONSTRUCTIONS,
                           _repeat(lambda: [Guard(default) for _ in range(_CONSTRUCTIONS)], repeat),
-                          "≤ 100 µs", absolute(100.0)))
+                          "≤ 100 µs", 100.0))
 
     sample = traces[0]
     for fmt in ("yaml", "json", "jsonl"):

@@ -13,6 +13,7 @@
     loopguard bench [--events N] [--repeat R] [--stream N] [--corpus N] [--json]   speed, side by side
     loopguard eval PATHS [--labels F] [--policy P...]      score policies on labelled real runs (docs/eval.md)
     loopguard scan [PATHS...] [--since D] [--agent A]      the agents' session logs here and their loops (docs/scan.md)
+    loopguard view PATHS [--policy P ...] [-o FILE]        a page to read runs step by step (docs/reports.md)
     loopguard corpus init|pack|verify|info|unpack|list     corpus packages (docs/corpora.md)
 
 Each subcommand is one module, `cli/_NAME.py` (or the module its `Command` names), with one interface
@@ -80,6 +81,7 @@ COMMANDS: Final = (
     Command("scan", "find the coding agents' session logs on this machine and the loops in them"),
     Command("serve", "the Guard behind the guard protocol on stdin/stdout, for agents in any language"),
     Command("conform", "replay traces through an external guard and compare its verdicts step by step"),
+    Command("view", "write a page to read runs step by step: calls, verdicts, engine state, loops, policies"),
     Command("corpus", "corpus packages: init, pack, verify, info, unpack, list (a named, checksummed set of runs)",
             "_corpora"),
 )
@@ -101,11 +103,12 @@ if TYPE_CHECKING:  # mypy checks that every command's module has the interface; 
         _serve,
         _simulate,
         _validate,
+        _view,
     )
 
     _MODULES: tuple[CommandModule, ...] = (
         _run, _replay, _validate, _presets, _matrix, _simulate, _diff, _schema, _import, _bench, _eval, _scan,
-        _serve, _conform, _corpora,
+        _serve, _conform, _view, _corpora,
     )
     _SubParsersAction = argparse._SubParsersAction[argparse.ArgumentParser]
 else:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 from ..core._registry import Registry
 
 if TYPE_CHECKING:
+    from ..core._model import ToolCall
     from ..core._runcontext import RunContext
 
 __all__ = [
@@ -62,6 +63,11 @@ class Engine:
     def __init__(self, settings: Any, run: RunContext) -> None:
         self.settings = settings
         self.run = run
+
+    def state(self, call: ToolCall | None) -> dict[str, Any]:
+        """What this engine counts now, as plain data, for a person reading a step (`loopguard view`); `call`:
+        the step's call, if any. Read-only, and never on the replay path: the default says nothing."""
+        return {}
 
     def idle_hooks(self) -> frozenset[str]:
         """The hooks this instance's settings make do nothing (each returns None and changes no state that

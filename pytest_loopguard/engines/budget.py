@@ -37,6 +37,7 @@ from .base import Engine, EngineSettings, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS, LRUMap
 
 if TYPE_CHECKING:
+    from ..core._model import ToolCall
     from ..core._runcontext import RunContext
 
 __all__ = ["ENGINE", "RECOMMENDED_NEXT", "Budget", "BudgetEvent", "Envelope", "Settings"]
@@ -201,6 +202,14 @@ class Budget(Engine):
         self._events: deque[tuple[str, int, int, Mapping[str, Any]]] = deque(maxlen=max(settings.recent_events, 0))
 
     # ---- public state ------------------------------------------------------------------------------
+    def state(self, call: ToolCall | None) -> dict[str, Any]:
+        """The envelope's counters now (nothing when the run has no task envelope)."""
+        if self._task is None:
+            return {}
+        return {"phase": self._phase, "calls": self._calls, "same_tool": self._same_tool,
+                "same_tool_count": self._same_tool_count, "observation_streak": self._observation_streak,
+                "failure_streak": self._failure_streak, "failures": self._failures}
+
     @property
     def envelope(self) -> Envelope | None:
         """The envelope's state (None when the run has no task): counters, phase, recent events."""

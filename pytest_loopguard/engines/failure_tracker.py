@@ -16,6 +16,8 @@ Five independent rules share this engine, each switched on by its settings (PRES
   most frequent one reaches a level;
 - Hermes' guardrails (`guardrails`): per-signature and per-tool failure counts and read-only no-progress
   chains, reset at each user message.
+- the second wave's requeries and usage limits (mini-swe-agent, SWE-agent, Pydantic AI, LangChain): rejected
+  replies, the command blocklist, timeouts, tool retries and call limits, in engines/_second_wave.py.
 
 Opt-in guardrail hard stops, as Hermes places them: `exact_failure_block_at` and `no_progress_block_at`
 block the NEXT call of the signature once its count has reached the threshold (checked before the call;
@@ -28,13 +30,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter, deque
-from collections.abc import Hashable
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..core._identity import key_part
 from ..core._model import Action, ToolCall, ToolResult, Verdict
 from ..core.hookspecs import hookimpl
+from ._second_wave import SecondWave, check_second_wave
 from .base import Engine, EngineSettings, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS, LRUMap
 
@@ -71,12 +74,30 @@ class Settings(EngineSettings):
     failing_key_warn_at: int | None = None
     failing_key_streak_warn_at: int | None = None
     failures_warn_at: int | None = None  # default: a warning (again every as many) before the forced done
+    # the second wave's requery rules (engines/_requery.py): mini-swe-agent, SWE-agent, Pydantic AI
+    rejected_stop_at: int | None = None
+    rejected_stop_reset: Literal["turn", "call", "never"] = "turn"
+    rejected_stop_message: str = ""  # empty: a message of ours
+    blocklist_tools: tuple[str, ...] = ()
+    blocklist: tuple[str, ...] = ()  # command prefixes
+    blocklist_standalone: tuple[str, ...] = ()  # whole commands
+    block_unless_regex: Mapping[str, str] = field(default_factory=dict)  # command name -> regex it must match
+    blocklist_message: str = "Operation '{action}' is not supported by this environment."
+    timeout_markers: tuple[str, ...] = ()
+    timeout_stop_at: int | None = None
+    # the second wave's usage limits (engines/_usage_limits.py): Pydantic AI, LangChain
+    tool_retries: int | None = None
+    tool_calls_limit: int | None = None
+    output_tools: tuple[str, ...] = ()
+    per_prompt_usage: bool = False  # a user message starts the step, retry and usage counts afresh
+    call_limits: tuple[Mapping[str, Any], ...] = ()  # {tool, thread_limit, run_limit, exit_behavior} each
     # per-key maps (exact, per-tool, no-progress, failing-key counts) keep at most this many keys, least
     # recently used evicted first (docs/engines.md, "Bounded state")
     max_keys: int = DEFAULT_MAX_KEYS
 
     def __post_init__(self) -> None:
         at_least(self, 1, "max_keys")
+        check_second_wave(self)
 
 
 NAME: Final = "failure_tracker"
@@ -145,6 +166,12 @@ class FailureTracker(Engine):
         "failure_tracker.failed_turns",
         "failure_tracker.failing_key",
         "failure_tracker.rejected_streak",
+        "failure_tracker.rejected_limit",
+        "failure_tracker.blocklist",
+        "failure_tracker.timeouts",
+        "failure_tracker.tool_retries",
+        "failure_tracker.tool_calls_limit",
+        "failure_tracker.call_limit",
     )
 
     def __init__(self, settings: _Settings, run: RunContext) -> None:
@@ -184,19 +211,39 @@ class FailureTracker(Engine):
         self._failing_tools: set[str] = set()
         self._streak_key: tuple[str, str, str] | None = None
         self.key_streak = 0
+        # the second wave's requeries and usage limits (None when their settings are off); the query count
+        # at the last user message (per_prompt_usage: max_steps counts from there)
+        self._wave = SecondWave.of(settings)
+        self._steps_base = 0
+
+    def state(self, call: ToolCall | None) -> dict[str, Any]:
+        """The failed turns in a row, repetitions, the top count in the action window, rejected turns in a row,
+        and this call's failures so far (exact, by tool) and its failing key's streak."""
+        out: dict[str, Any] = {"failed_turns": self.consecutive_failures, "repetitions": self.repetitions,
+                               "top_count": self.top_count, "rejected_streak": self.rejected_streak}
+        if call is not None:
+            out["exact_failures"] = self.exact_failures.get(call.fingerprint, 0)
+            out["tool_failures"] = self.tool_failures.get(call.tool, 0)
+        if self._streak_key is not None:
+            out["failing_key"] = " ".join(self._streak_key)
+            out["key_streak"] = self.key_streak
+        return out
 
     # ---- turns -------------------------------------------------------------------------------------
     def idle_hooks(self) -> frozenset[str]:
         # a turn's size and the reset it may cause serve only the step limit and the turn-failure count
         s = self.settings
-        return _TURN_START if s.max_steps is None and s.max_failures is None else frozenset()
+        idle = s.max_steps is None and s.max_failures is None and self._wave is None
+        return _TURN_START if idle else frozenset()
 
     @hookimpl
     def loopguard_turn_start(self, turn: Turn) -> Verdict | None:
         if self.settings.max_steps is not None:
-            exhausted = self._max_steps(turn.index + self.rejected)
+            exhausted = self._max_steps(turn.index + self.rejected - self._steps_base)
             if exhausted is not None:
                 return exhausted
+        if self._wave is not None:
+            self._wave.turn_start(turn)
         size = len(turn.calls)
         self._turn_size = size
         self._turn_seen = self._turn_ran = self._turn_failed = 0
@@ -215,13 +262,15 @@ class FailureTracker(Engine):
     @hookimpl
     def loopguard_rejected(self, rejected: Rejected) -> list[Verdict] | None:
         verdicts = [v for v in (self._rejected_as_failed(), self._rejected_streak(rejected)) if v is not None]
+        if self._wave is not None and not any(v.reason == "failure_tracker.max_steps" for v in verdicts):
+            verdicts += self._wave.rejected(rejected)  # the step limit, checked before the model call, comes first
         return verdicts or None
 
     def _rejected_as_failed(self) -> Verdict | None:
         # browser-use counts a step whose model output could not be used as a failed step
         if self.settings.rejected_turns != "failed":
             return None
-        exhausted = self._max_steps(self.run.turns + self.rejected)
+        exhausted = self._max_steps(self.run.turns + self.rejected - self._steps_base)
         self.rejected += 1
         if exhausted is not None:
             return exhausted
@@ -259,6 +308,10 @@ class FailureTracker(Engine):
             blocks = self._guardrail_blocks(call)
             if blocks is not None:
                 verdicts = [*(verdicts or ()), *blocks]
+        if self._wave is not None:
+            wave = self._wave.before_call(call)
+            if wave:
+                verdicts = [*(verdicts or ()), *wave]
         return verdicts
 
     @hookimpl
@@ -281,9 +334,10 @@ class FailureTracker(Engine):
                 # successful calls skip reading their target
                 if call.tool in self._failing_tools:
                     self._forget_key(call)
+        wave = self._wave.after_call(call, result, blocked) if self._wave is not None else None
         if turn_verdict is None and loop_verdict is None and guard_verdict is None and key_verdict is None:
-            return None
-        return [v for v in (turn_verdict, loop_verdict, guard_verdict, key_verdict) if v is not None]
+            return wave
+        return [v for v in (turn_verdict, loop_verdict, guard_verdict, key_verdict) if v is not None] + (wave or [])
 
     @hookimpl
     def loopguard_message(self, message: Message) -> None:
@@ -296,6 +350,10 @@ class FailureTracker(Engine):
             self.exact_failures.clear()
             self.tool_failures.clear()
             self.no_progress.clear()
+        if message.from_user and self.settings.per_prompt_usage:
+            self._steps_base = self.run.turns + self.rejected  # a new Pydantic AI run: a new request count
+        if message.from_user and self._wave is not None:
+            self._wave.prompt()
 
     # ---- rejected turns ----------------------------------------------------------------------------
     def _rejected_streak(self, rejected: Rejected) -> Verdict | None:

@@ -246,6 +246,10 @@ class LoopGuard(Engine):
         lowered = text.lower()
         return any(word in lowered for word in self._poll_words)
 
+    def state(self, call: ToolCall | None) -> dict[str, Any]:
+        """The identity being counted, how many calls in a row had it and the warnings given for it."""
+        return {"identity": self._current, "consecutive": self._consecutive, "warnings": self._warnings}
+
     # ---- hooks -------------------------------------------------------------------------------------
     @hookimpl
     def loopguard_before_call(self, call: ToolCall, result: ToolResult | None) -> Verdict | None:

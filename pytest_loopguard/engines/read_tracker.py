@@ -132,6 +132,20 @@ class ReadTracker(Engine):
         only as far as its injection budget reaches)."""
         return reversed(self._regions)
 
+    def state(self, call: ToolCall | None) -> dict[str, Any]:
+        """The read and search streaks, and the reads (and reverts) this task of each file the call names."""
+        out: dict[str, Any] = {"read_streak": self._count[0], "search_streak": self._count[1],
+                               "regions_read": len(self._regions)}
+        s = self.settings
+        files = self.run.target(call).effect_files if call is not None else None
+        if files:  # counted only where the policy reads the counts
+            paths = [p for group in files.values() for p in group]
+            if s.file_reads_warn_at is not None or s.file_reads_block_at is not None:
+                out["file_reads"] = {p: self.file_reads.get(p, 0) for p in paths}
+            if s.file_reverts_warn_at is not None:
+                out["file_reverts"] = {p: self.file_reverts.get(p, 0) for p in paths}
+        return out
+
     # ---- keys --------------------------------------------------------------------------------------
     def _region(self, args: Mapping[str, Any]) -> Region:
         s = self.settings

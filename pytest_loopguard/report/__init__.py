@@ -1,4 +1,4 @@
-"""Tables, JSON, Markdown, HTML and SVG reports of replays, and rule coverage."""
+"""Tables, JSON, Markdown and HTML reports of replays (the HTML with the step viewer), and rule coverage."""
 
 from __future__ import annotations
 

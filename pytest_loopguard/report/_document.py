@@ -25,7 +25,8 @@ REPORT_SCHEMA: Final = 2  # version 1 was the bare JSON list of entries
 
 
 def report_entry(result: ReplayResult, mismatches: Sequence[Mismatch], engines: Iterable[str]) -> dict[str, Any]:
-    """One trace's entry: the JSON entry, each step's action and deciding reason, mismatches, reason codes."""
+    """One trace's entry: the JSON entry, each step's action, deciding reason and verdicts, mismatches, reason
+    codes."""
     entry = json_entry(result, mismatches)
     steps: list[dict[str, Any]] = []
     for step, got in zip(result.trace.steps, result.steps, strict=True):
@@ -36,6 +37,8 @@ def report_entry(result: ReplayResult, mismatches: Sequence[Mismatch], engines: 
             "action": plain(got.action),
             "reason": decider.reason if decider is not None else None,
         }
+        if got.verdicts:  # every verdict with its message, for the page's per-step view
+            row["verdicts"] = [v.to_dict() for v in got.verdicts]
         # what no verdict says: a call that never ran, the real agent's own compaction
         if step.not_run is not None:
             row["not_run"] = step.not_run.how

@@ -1,4 +1,9 @@
-"""The report as one self-contained HTML page: inline CSS and SVG, no script, nothing fetched from a network."""
+"""The report as one self-contained HTML page: inline CSS and the step viewer's script, nothing fetched from a network.
+
+Each trace's steps are read in the viewer (`_view`): a timeline per policy, every step's call, verdicts, reasons
+and messages on a click, policies side by side. The page stays well-formed XML (the script is CDATA to an XML
+reader, a comment to HTML), so tests and tools can read it with an XML parser.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,12 @@ from html import escape
 from typing import Any, Final
 
 from ._document import by_trace, log_events, meta_text
-from ._svg import ACTION_COLOURS, timeline_svg
 from ._tables import SUMMARY_ACTIONS
+from ._view import page, view_section
 
 __all__ = ["render_html"]
 
-_DARK: Final = frozenset({"stop", "compact_retry", "fail"})
 _CSS: Final = """
-body { font-family: sans-serif; margin: 1.5em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; }
 th, td { border: 1px solid #ccc; padding: 2px 8px; text-align: left; font-size: 13px; }
 th { background: #f4f4f4; }
@@ -23,7 +26,7 @@ td.num { text-align: right; }
 .uncovered { background: #fff1f0; }
 pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 12px; }
 section.trace { border-top: 1px solid #ddd; padding-top: 0.5em; }
-.legend span { display: inline-block; padding: 0 6px; margin-right: 4px; font-size: 12px; }
+details.coverage > summary { cursor: pointer; font-weight: bold; }
 """
 
 
@@ -39,15 +42,6 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, row_class: 
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _legend() -> str:
-    # Light text on the dark fills (stop, compact_retry, fail) keeps every label readable.
-    spans = "".join(
-        f'<span style="background:{colour};color:{"#fff" if action in _DARK else "#222"}">{escape(action)}</span>'
-        for action, colour in ACTION_COLOURS.items()
-    )
-    return f'<p class="legend">{spans}</p>'
-
-
 def _trace_section(key: tuple[str, str], entries: Sequence[Mapping[str, Any]]) -> str:
     file, trace = key
     failed = any(not e.get("passed") for e in entries)
@@ -56,7 +50,6 @@ def _trace_section(key: tuple[str, str], entries: Sequence[Mapping[str, Any]]) -
         f'<section class="trace" data-trace="{escape(trace, quote=True)}">',
         f"<h3>{escape(trace)} — {status}</h3>",
         f"<p><code>{escape(file)}</code></p>",
-        timeline_svg([(str(e.get("policy")), e.get("steps", [])) for e in entries]),
     ]
     events = log_events(entries[0])  # calls that never ran, the agent's own compactions: the same under each policy
     if events:
@@ -78,32 +71,66 @@ def _trace_section(key: tuple[str, str], entries: Sequence[Mapping[str, Any]]) -
     return "\n".join(parts)
 
 
-def _coverage(coverage: Mapping[str, Any]) -> str:
+def _view_runs(key: tuple[str, str], entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One trace's runs in the viewer, from its report entries (one per policy): labels, actions, verdicts. The
+    policies share one run when they replayed the same steps; a scenario simulated anew under each policy may not
+    have, and then each policy's run is its own (`name @ policy`)."""
+    labels = [[s.get("label") for s in e.get("steps", [])] for e in entries]
+    if all(other == labels[0] for other in labels):
+        return [_view_run(key[0], key[1], entries)]
+    return [_view_run(key[0], f"{key[1]} @ {e.get('policy')}", [e]) for e in entries]
+
+
+def _view_run(file: str, name: str, entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    steps = entries[0].get("steps", [])
+    policies: list[dict[str, Any]] = []
+    for e in entries:
+        rows = e.get("steps", [])
+        policies.append({
+            "policy": str(e.get("policy")), "outcome": e.get("outcome"), "stopped_at": e.get("stopped_at"),
+            "stopped_by": e.get("stopped_by"), "actions": [s.get("action") for s in rows],
+            "verdicts": {str(s.get("index")): s["verdicts"] for s in rows if s.get("verdicts")},
+            "state": {}, "mismatches": list(e.get("mismatches", [])), "loops": [],
+        })
+    differs = [i for i in range(len(steps)) if len({p["actions"][i] for p in policies}) > 1]
+    return {
+        "name": name, "file": file, "description": "",
+        "steps": [{"index": s.get("index"), "label": s.get("label"),
+                   **({"not_run": {"how": s["not_run"]}} if s.get("not_run") else {}),
+                   **({"compacted": {}} if s.get("compacted") else {})} for s in steps],
+        "policies": policies, "differs": differs,
+    }
+
+
+def _coverage(coverage: Mapping[str, Any], *, collapsed: bool) -> str:
     rules = coverage.get("rules", [])
     rows = [[r["engine"], r["reason"] + ("" if r.get("declared", True) else " (undeclared)"), int(r["traces"]),
              int(r["verdicts"])] for r in rules]
     classes = ["uncovered" if r["traces"] == 0 else "" for r in rules]
     missing = coverage.get("uncovered", [])
-    note = (f"<p>{len(rules) - len(missing)} of {len(rules)} reason codes exercised; never triggered: "
-            f"{escape(', '.join(missing)) or 'none'}.</p>")
-    return note + _table(["engine", "reason", "traces", "verdicts"], rows, row_class=classes)
+    summary = f"{len(rules) - len(missing)} of {len(rules)} reason codes exercised"
+    table = _table(["engine", "reason", "traces", "verdicts"], rows, row_class=classes)
+    if collapsed:  # one trace tests a few rules: the codes it never triggered are no news, so they wait behind a click
+        return (f'<details class="coverage"><summary>{summary} ({len(missing)} never triggered)</summary>'
+                f"{table}</details>")
+    note = f"<p>{summary}; never triggered: {escape(', '.join(missing)) or 'none'}.</p>"
+    return note + table
 
 
 def render_html(document: Mapping[str, Any]) -> str:
-    """The page: metadata, summary, every trace (timeline, results, mismatch tables), rule coverage."""
+    """The page: metadata, summary, the runs in the step viewer, every trace's results and mismatch tables,
+    rule coverage (collapsed for a single trace)."""
     meta = document.get("meta", {})
     summary = document.get("summary", {})
     meta_rows = [[k, meta_text(v)] for k, v in meta.items()]
     groups = by_trace(document.get("traces", []))
     sections = "\n".join(_trace_section(key, entries) for key, entries in groups)
     title = f"loopguard report: {summary.get('traces', 0)} traces, {summary.get('mismatched', 0)} mismatched"
-    return (
-        "<!DOCTYPE html>\n"
-        f'<html lang="en"><head><meta charset="utf-8"/><title>{escape(title)}</title>'
-        f"<style>{_CSS}</style></head><body>\n"
+    body = (
         f"<h1>{escape(title)}</h1>\n"
         f"{_table(['run', ''], meta_rows)}\n"
-        f"<h2>Traces</h2>\n{_legend()}\n{sections}\n"
-        f"<h2>Rule coverage</h2>\n{_coverage(document.get('coverage', {}))}\n"
-        "</body></html>\n"
+        f"<h2>Steps</h2>\n{view_section([run for key, entries in groups for run in _view_runs(key, entries)])}"
+        f"<h2>Traces</h2>\n{sections}\n"
+        f"<h2>Rule coverage</h2>\n{_coverage(document.get('coverage', {}), collapsed=len(groups) == 1)}\n"
     )
+    return page(title, body, _CSS)

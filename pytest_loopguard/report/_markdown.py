@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from ._document import by_trace, log_events, meta_text
-from ._svg import ACTION_LETTERS
+from ._letters import ACTION_LETTERS
 
 __all__ = ["md_table", "render_markdown", "strip"]
 

@@ -6,20 +6,22 @@ import json
 
 import pytest
 
+from pytest_loopguard.bench import _suite
 from pytest_loopguard.bench._pytest import bytecode_state
 from pytest_loopguard.bench._rows import SuiteRow
-from pytest_loopguard.bench._suite import bare_loop, suite_table
+from pytest_loopguard.bench._suite import bare_loop, reached_prefixes, realistic_calls, suite_table
 from pytest_loopguard.buildinfo import build_name, compiled_modules
 from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.core._model import Step, ToolCall, Trace
-from pytest_loopguard.runtime._policy import ALIASES, preset_names
+from pytest_loopguard.runtime._policy import ALIASES, preset_names, resolve_policy
 
 QUICK = ["bench", "--events", "200", "--repeat", "1", "--policy", "default", "--policy", "qa-agent"]
 PYTEST_ROWS = ["pytest start-up (empty folder)", "pytest --collect-only, 3 files", "pytest -n 0, 3 files",
                "pytest -n 2, 3 files"]
 ROWS = [
     "baseline: bare fingerprint loop", "replay default", "replay qa-agent", "replay, no engine at all",
-    "live check, default (call built)", "live check, default + ToolCall.of", "ToolCall.of",
+    "live check, default, synthetic calls", "live check, default, realistic mix",
+    "live check, default, realistic mix + ToolCall.of", "ToolCall.of",
     "Guard construction, default", "load yaml", "load json", "load jsonl",
     "guard protocol, trivial guard (python)", "guard protocol, loopguard serve --policy default",
 ]
@@ -31,7 +33,7 @@ def test_bench_prints_every_row_with_its_goal(capsys: pytest.CaptureFixture[str]
     assert lines[0].split()[:3] == ["item", "per", "min"]
     items = [line.split("  ")[0].strip() for line in lines[2:-1]]
     assert items == ROWS
-    assert "≤ 3× baseline, ≥ 250k events/s (≤ 3.00×)" in lines[3] and "≤ 5 µs (≤ 3.78×)" in lines[6]
+    assert "≤ 3× bare loop on the same events, ≥ 250k events/s" in lines[3] and "≤ 5 µs" in lines[6]
     # which build ran is part of every measurement (buildinfo's own tests check what it reports)
     assert lines[-1] == f"200 events per replay row, min and median of 1 repeats, seed 0; build: {build_name()}"
 
@@ -96,3 +98,54 @@ def test_the_baseline_counts_consecutive_repeats_by_canonical_arguments() -> Non
     steps = [tool(0, "a", {"x": 1, "y": 2}), tool(1, "a", {"y": 2, "x": 1}), tool(2, "a", {"x": 1, "y": 2}),
              tool(3, "b", {}), tool(4, "a", {"x": 1, "y": 2}), tool(5, "a", {"x": 1, "y": 2})]
     assert bare_loop([Trace(name="t", steps=tuple(steps))]) == 3
+
+
+def stubborn(steps: int) -> Trace:
+    return Trace(name="t", steps=tuple(Step(i, "tool", call=ToolCall.of("bash", {"command": "make"}))
+                                       for i in range(steps)))
+
+
+def test_a_trace_stopped_at_step_k_counts_k_plus_one_events() -> None:
+    # default stops the 8th identical call in a row (step 7): 8 events processed of the 20
+    (cut,) = reached_prefixes([stubborn(20)], resolve_policy("default"))
+    assert len(cut.steps) == 8 and cut.steps[-1].index == 7
+    (whole,) = reached_prefixes([stubborn(5)], resolve_policy("default"))  # never stopped: every step
+    assert len(whole.steps) == 5
+
+
+def test_each_replay_row_is_over_its_reached_events_and_its_bare_loop_runs_exactly_those(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    seen: list[int] = []
+    real = _suite.bare_loop
+
+    def counting(traces: list[Trace]) -> int:
+        seen.append(sum(len(t.steps) for t in traces))
+        return real(traces)
+
+    monkeypatch.setattr(_suite, "bare_loop", counting)
+    assert cli.main(["bench", "--events", "800", "--repeat", "2", "--policy", "default", "--policy", "roo",
+                     "--json"]) == 0
+    rows = {r["item"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    base, default, roo = rows["baseline: bare fingerprint loop"], rows["replay default"], rows["replay roo"]
+    everything = base["units"]
+    assert default["events_in_traces"] == roo["events_in_traces"] == everything >= 800
+    # default stops some synthetic runs early; roo (no stop) replays every step
+    assert default["units"] == default["events_reached"] < everything
+    assert roo["units"] == roo["events_reached"] == everything
+    # the bare loop ran over every event for the baseline (2 + 2 runs) and, in turns with each replay, over
+    # exactly the events that replay reached (2 runs each)
+    assert sorted(seen) == sorted([everything] * 4 + [default["units"]] * 2 + [roo["units"]] * 2)
+    for row in (default, roo):
+        assert row["ratio"] == pytest.approx(row["min_us"] / row["bare_loop_us"], rel=0.01)
+
+
+def test_the_realistic_mix_has_ranged_reads_searches_commands_edits_and_failures() -> None:
+    calls = realistic_calls(7)
+    assert len(calls) == 2000 and calls == realistic_calls(7)  # seeded
+    tools = {c.tool for c, _ in calls}
+    assert tools == {"read_file", "grep", "bash", "edit_file", "list_dir"}
+    reads = [c.args for c, _ in calls if c.tool == "read_file"]
+    assert all({"path", "start_line", "end_line"} <= set(a) for a in reads)
+    assert all("path" in c.args for c, _ in calls if c.tool == "grep")
+    failed = sum(not r.ok for _, r in calls) / len(calls)
+    assert 0.10 < failed < 0.20

@@ -272,7 +272,8 @@ def test_presets_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
     assert header[0] == "setting"
     assert set(header[1:]) == {"browser-use", "claw-code", "default", "hermes", "hermes-current", "openchrome",
                                "qa-agent", "spacebot-branch", "spacebot-channel", "spacebot-worker",
-                               "openhands", "openhands-sdk", "gemini-cli", "gemini-cli-2026-06", "roo", "goose"}
+                               "openhands", "openhands-sdk", "gemini-cli", "gemini-cli-2026-06", "roo", "goose",
+                               "mini-swe-agent", "swe-agent", "pydantic-ai", "langchain-tool-call-limit"}
     rows = table_rows(out)
     column = {name: i for i, name in enumerate(header[1:])}
     warn_at = rows["loop_guard.warn_at"]
@@ -280,6 +281,7 @@ def test_presets_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
         "4", "3", "2", "3"]
     assert warn_at[column["hermes"]] == "—" and warn_at[column["qa-agent"]] == "—"
     assert rows["failure_tracker.max_failures"][column["browser-use"]] == "5"
+    assert rows["failure_tracker.rejected_stop_at"][column["swe-agent"]] == "3"
     assert rows["budget.max_observation_streak"][column["openchrome"]] == "6"
     assert rows["budget.max_tool_calls"][column["openchrome"]] == "null"
     assert [warn_at[column[p]] for p in ("roo", "goose")] == ["null", "null"]

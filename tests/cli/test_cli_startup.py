@@ -17,7 +17,7 @@ from pytest_loopguard.cli import _main as cli
 ROOT = Path(__file__).resolve().parents[2]
 CLI = Path(cli.__file__).parent
 COMMAND_NAMES = ["run", "replay", "validate", "presets", "matrix", "simulate", "diff", "schema", "import", "bench",
-                 "eval", "scan", "serve", "conform", "corpus"]
+                 "eval", "scan", "serve", "conform", "view", "corpus"]
 
 
 def module_of(name: str) -> str:
@@ -39,6 +39,7 @@ OWN = {
              "tabulate"),
     "scan": ("pytest_loopguard.cli._scan_run", "pytest_loopguard.scan._loops", "pytest_loopguard.scan._discover"),
     "conform": ("pytest_loopguard.io._conform", "pytest_loopguard.engines._pipe"),
+    "view": ("pytest_loopguard.report._view",),
     "corpus": ("pytest_loopguard.corpora",),
 }
 
@@ -151,10 +152,12 @@ def test_a_plain_run_loads_neither_tabulate_nor_the_live_session_nor_the_pool(tm
     ["bench", "--session", "--events", "1", "--policy", "default"],
     ["eval", "TRACE"],
     ["conform", f"{sys.executable} examples/guards/python_guard.py default", "TRACE"],
+    ["view", "TRACE", "-o", "OUT.html"],
 ], ids=lambda argv: argv[0])
 def test_each_command_loads_its_own_modules_when_it_runs(argv: list[str], tmp_path: Path) -> None:
     trace = str(tiny_trace(tmp_path))
-    argv = [trace if a == "TRACE" else str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    argv = [trace if a == "TRACE" else str(tmp_path / "out") if a == "OUT" else
+            str(tmp_path / "out.html") if a == "OUT.html" else a for a in argv]
     loaded = loaded_after(argv)
     assert [m for m in OWN[argv[0]] if m not in loaded] == []
 

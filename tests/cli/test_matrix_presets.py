@@ -31,6 +31,13 @@ FIRST = {
     "hermes-current": (1, "warn", "failure_tracker.exact_failure"),  # exact signature failing twice
     "qa-agent": (2, "warn", "failure_tracker.force_done"),  # 3 failed single-call turns
     "browser-use": (4, "warn", "failure_tracker.force_done"),  # 5 failed turns
+    # issue 24's requeries and usage limits: a failing command is an observation to mini-swe-agent and SWE-agent
+    # (no format error, blocklisted command or timeout here); Pydantic AI's tool fails in a 2nd turn since it
+    # last succeeded (retries 1); six calls are under LangChain's run limit of 10
+    "mini-swe-agent": None,
+    "swe-agent": None,
+    "pydantic-ai": (1, "stop", "failure_tracker.tool_retries"),
+    "langchain-tool-call-limit": None,
     "hermes": None,  # reads and searches only
     "claw-code": None,  # LLM errors only
     "openchrome": None,  # no task envelope, no verdicts
@@ -42,6 +49,7 @@ STOPS = {
     "gemini-cli-2026-06": (5, "stuck_detector"), "qa-agent": (3, "failure_tracker"),
     "browser-use": (5, "failure_tracker"),
 }  # default warns but never stops here: its forced finish comes at 12 failed turns (docs/presets.md)
+STOPS["pydantic-ai"] = (1, "failure_tracker")  # Pydantic AI: the tool's 2nd failed turn exceeds its 1 retry
 
 
 def test_every_preset_judges_the_same_run_its_own_way(capsys: pytest.CaptureFixture[str]) -> None:

@@ -38,6 +38,8 @@ EXECUTED = ("python", "yaml", "console", "json")
 MIRRORED = ("traces", "labels", "docs", "tests", "README.md", "pyproject.toml")
 SHARED = ROOT.parent / "shared"  # read-only material beside the repo (CI clones it there too)
 PAGES_WITH_PYTHON = [p for p in markdown_files() if any(b.lang == "python" for b in blocks(p))]
+# pages whose examples start the real Claude Code CLI (about a second a run): in the slow set
+STARTS_CLAUDE_CODE = [p for p in PAGES_WITH_PYTHON if "MessagesAPI(" in p.read_text(encoding="utf-8")]
 
 
 def _page_id(path: Path) -> str:
@@ -78,7 +80,8 @@ def test_every_fence_names_its_language() -> None:
     )
 
 
-@pytest.mark.parametrize("page", PAGES_WITH_PYTHON, ids=_page_id)
+@pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.slow) if p in STARTS_CLAUDE_CODE else p
+                                  for p in PAGES_WITH_PYTHON], ids=_page_id)
 def test_python_examples_run(page: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     root = mirror(pytester.path)
     monkeypatch.chdir(root)  # pytester's subprocess runs in the current folder

@@ -167,6 +167,11 @@ def busy_script() -> Iterator[AIMessage]:
     yield answer("The checkout test passes now.")
 
 
+# presets whose rules this run cannot reach: mini-swe-agent's need format errors (rejected replies) or 250 model
+# calls; SWE-agent's those, a blocklisted command or timed-out commands. A LangChain agent gives none of them here
+QUIET = frozenset({"mini-swe-agent", "swe-agent"})
+
+
 @pytest.mark.parametrize("policy", preset_names())
 def test_the_recording_replays_to_the_live_verdicts_under_every_preset(policy: str, tmp_path: Path) -> None:
     # a task opens the budget engine's accounting (openchrome); a provider's transient error reaches the context
@@ -175,7 +180,8 @@ def test_the_recording_replays_to_the_live_verdicts_under_every_preset(policy: s
     model = FlakyModel(messages=busy_script(), errors=errors)
     session, _, recording = run_agent(iter(()), tmp_path, policy, model=model, task=Task("make the test pass"),
                                       sleep=lambda seconds: None)
-    assert any(step.verdicts for step in session.steps)  # the run gave the policy something to say
+    # the run gave the policy something to say (nothing, under the presets it gives nothing to)
+    assert any(step.verdicts for step in session.steps) is (policy not in QUIET)
     assert_live_is_replay(session, recording, policy)
 
 

@@ -168,7 +168,13 @@ def test_the_recording_replays_to_the_live_verdicts(tmp_path: Path, policy: str)
     assert verdict_table(session.steps) == verdict_table(replayed.steps)
     assert (session.outcome, session.stopped_at, session.stopped_by) == (
         replayed.outcome, replayed.stopped_at, replayed.stopped_by)
-    assert len(session.steps) > 12
+    if policy == "pydantic-ai":
+        # Pydantic AI's own rule (retries 1 per tool): `run` fails in a 2nd turn, a ToolFailed and then a
+        # ModelRetry, which a trace cannot tell apart, so both are retries and the run stops on the 2nd
+        assert (session.outcome, session.stopped_at, session.stopped_by) == ("stopped", 7, "failure_tracker")
+        assert [v.reason for v in session.steps[7].verdicts] == ["failure_tracker.tool_retries"]
+    else:
+        assert len(session.steps) > 12
 
 
 def test_a_warned_structured_return_keeps_its_extra_content(tmp_path: Path) -> None:

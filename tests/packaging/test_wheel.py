@@ -60,6 +60,8 @@ def test_presets_and_every_module_are_shipped(wheel: zipfile.ZipFile) -> None:
     simulators = {f"loopguard_simulators/{p.name}" for p in (ROOT / "simulators" / "loopguard_simulators").glob("*.py")}
     assert len(presets) >= 10 and presets <= names
     assert "loopguard_simulators/scenario.py" in simulators and simulators <= names
+    # the step viewer's script and style, read from the package when a page is written
+    assert {"pytest_loopguard/report/view.js", "pytest_loopguard/report/view.css"} <= names
 
 
 def test_the_plugin_and_the_command_are_registered(wheel: zipfile.ZipFile) -> None:

@@ -1,5 +1,5 @@
-"""Report files by extension: the HTML page's structure (stdlib XML parser) and its marks against the verdicts,
-the Markdown form, and a matrix run drawing one timeline row per policy."""
+"""Report files by extension: the HTML page's structure (stdlib XML parser) and its step viewer's data against the
+verdicts, the Markdown form, and a matrix run showing its policies side by side."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from viewpage import marks, page_data
 
 from pytest_loopguard.core._expect import check
 from pytest_loopguard.io._format import load_file
@@ -22,7 +23,6 @@ from pytest_loopguard.runtime._replay import policy_for
 pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[2]
-SVG = "{http://www.w3.org/2000/svg}"
 # Real traces of several engines, one of them a stop (not_reached steps after it).
 BUNDLED = [
     "traces/loop_guard/worker_identical_call_seven.yaml",
@@ -40,18 +40,6 @@ def entries_for(paths: list[str], policy: Any = None) -> list[dict[str, Any]]:
             entry = report_entry(result, check(result), policy_for(trace, policy)[0].engines)
             entry["file"] = path
             out.append(entry)
-    return out
-
-
-def marks(page: str) -> dict[tuple[str, str], list[tuple[int, str]]]:
-    """(trace, policy) -> [(step, action)] read from the page's SVG marks."""
-    root = ET.fromstring(page)  # the page is well-formed XML: a broken tag fails here
-    out: dict[tuple[str, str], list[tuple[int, str]]] = {}
-    for section in root.iter("section"):
-        for rect in section.iter(f"{SVG}rect"):
-            key = (section.attrib["data-trace"], rect.attrib["data-policy"])
-            out.setdefault(key, []).append((int(rect.attrib["data-step"]), rect.attrib["data-action"]))
-            assert rect.find(f"{SVG}title") is not None
     return out
 
 
@@ -78,21 +66,23 @@ def test_html_marks_match_the_verdicts(tmp_path: Path) -> None:
     # The stop trace draws its stop and the not_reached steps after it.
     actions = {a for steps in drawn.values() for _, a in steps}
     assert {"allow", "stop", "not_reached", "compact_retry"} <= actions
-    # Self-contained: no script, no external reference of any kind.
+    # Self-contained: the viewer's own script and data inline, no external reference of any kind.
     links = _Links()
     links.feed(page)
-    assert links.refs == [] and "script" not in links.tags and "link" not in links.tags
+    assert links.refs == [] and "link" not in links.tags and links.tags.count("script") == 2
     assert "Rule coverage" in page and "loop_guard.consecutive_block" in page
 
 
-def test_mark_colours_follow_the_action(tmp_path: Path) -> None:
-    from pytest_loopguard.report._svg import ACTION_COLOURS
-
-    write_report(tmp_path / "r.html", entries_for(BUNDLED[1:2]), {})
-    root = ET.fromstring((tmp_path / "r.html").read_text(encoding="utf-8"))
-    rects = list(root.iter(f"{SVG}rect"))
-    assert rects and all(r.attrib["fill"] == ACTION_COLOURS[r.attrib["data-action"]] for r in rects)
-    assert len({r.attrib["fill"] for r in rects}) >= 3  # allow, warn/block, stop are told apart
+def test_every_verdict_and_message_is_in_the_page(tmp_path: Path) -> None:
+    write_report(tmp_path / "r.html", entries_for(BUNDLED), {})
+    runs = {r["name"]: r for r in page_data((tmp_path / "r.html").read_text(encoding="utf-8"))["runs"]}
+    for path in BUNDLED:
+        (trace,) = load_file(ROOT / path)
+        result = execute(trace)
+        (shown,) = runs[trace.name]["policies"]
+        expected = {str(s.index): [v.to_dict() for v in s.verdicts] for s in result.steps if s.verdicts}
+        assert expected and shown["verdicts"] == expected
+        assert [s["label"] for s in runs[trace.name]["steps"]] == [s.label(48) for s in trace.steps]
 
 
 def test_mismatch_table_is_in_the_page(tmp_path: Path) -> None:
@@ -153,7 +143,12 @@ def test_matrix_html_has_a_row_per_policy(pytester: pytest.Pytester) -> None:
     # default warns at 3 and blocks at 5; spacebot (worker) blocks (skips) from the 4th: the rows differ.
     assert drawn[("six", "default")] != drawn[("six", "spacebot")]
     root = ET.fromstring((pytester.path / "m.html").read_text(encoding="utf-8"))
-    assert len([s for s in root.iter("section")]) == 1  # one trace, one section with two rows
+    assert len([s for s in root.iter("section") if s.attrib.get("class") == "trace"]) == 1  # one trace, one section
+    (run,) = page_data((pytester.path / "m.html").read_text(encoding="utf-8"))["runs"]
+    assert [p["policy"] for p in run["policies"]] == ["default", "spacebot"]  # side by side in one run
+    before, after = (p["actions"] for p in run["policies"])
+    assert run["differs"] == [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+    assert run["differs"]
 
 
 def test_metadata_cells() -> None:
@@ -161,3 +156,29 @@ def test_metadata_cells() -> None:
 
     assert [meta_text(v) for v in (None, [], ["default", "spacebot"], "pytest", 3)] == [
         "—", "—", "default, spacebot", "pytest", "3"]
+
+
+def test_a_single_trace_page_collapses_the_codes_it_never_triggered(tmp_path: Path) -> None:
+    write_report(tmp_path / "one.html", entries_for(BUNDLED[1:2]), {})
+    root = ET.fromstring((tmp_path / "one.html").read_text(encoding="utf-8"))
+    (details,) = [d for d in root.iter("details") if d.attrib.get("class") == "coverage"]
+    summary = details.find("summary")
+    assert summary is not None and "never triggered" in (summary.text or "")
+    assert not any("never triggered:" in (p.text or "") for p in root.iter("p"))  # no wall of codes in view
+    # several traces: the list stays in view
+    write_report(tmp_path / "all.html", entries_for(BUNDLED), {})
+    root = ET.fromstring((tmp_path / "all.html").read_text(encoding="utf-8"))
+    assert not [d for d in root.iter("details") if d.attrib.get("class") == "coverage"]
+    assert any("never triggered:" in (p.text or "") for p in root.iter("p"))
+
+
+def test_a_scenario_simulated_differently_per_policy_gets_a_run_per_policy(tmp_path: Path) -> None:
+    path = "traces/scenarios/stale-click-retrier-default.yaml"
+    entries = entries_for([path], "default") + entries_for([path], "spacebot")
+    assert len(entries[0]["steps"]) != len(entries[1]["steps"])  # the agent did other things once blocked earlier
+    write_report(tmp_path / "s.html", entries, {})
+    runs = page_data((tmp_path / "s.html").read_text(encoding="utf-8"))["runs"]
+    assert [r["name"] for r in runs] == [f"{entries[0]['trace']} @ default", f"{entries[0]['trace']} @ spacebot"]
+    for run, entry in zip(runs, entries, strict=True):
+        (policy,) = run["policies"]
+        assert policy["actions"] == [s["action"] for s in entry["steps"]] and len(run["steps"]) == len(entry["steps"])

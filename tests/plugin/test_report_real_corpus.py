@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from viewpage import marks, page_data
 
 from pytest_loopguard.core._expect import check
 from pytest_loopguard.core._model import Trace
@@ -26,7 +27,6 @@ from pytest_loopguard.runtime._replay import policy_for, replay
 REAL = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "real"
 LABELS = yaml.safe_load((REAL / "labels.yaml").read_text(encoding="utf-8"))["runs"]
 PRESETS = ("default", "openhands", "qa-agent")
-SVG = "{http://www.w3.org/2000/svg}"
 
 
 @pytest.fixture(scope="module")
@@ -50,16 +50,15 @@ def test_html_report_of_the_real_runs(runs: list[Trace], tmp_path: Path) -> None
             entries.append(entry)
             expected[(trace.name, preset)] = [(s.index, s.action) for s in result.steps]
     write_report(tmp_path / "real.html", entries, {"command": "test"})
-    root = ET.fromstring((tmp_path / "real.html").read_text(encoding="utf-8"))
-    sections = list(root.iter("section"))
+    page = (tmp_path / "real.html").read_text(encoding="utf-8")
+    root = ET.fromstring(page)
+    sections = [s for s in root.iter("section") if s.attrib.get("class") == "trace"]
     assert len(sections) == len(runs)
-    drawn: dict[tuple[str, str], list[tuple[int, str]]] = {}
-    for section in sections:
-        rows = [g for g in section.iter(f"{SVG}g") if g.attrib.get("class") == "row"]
-        assert [g.attrib["data-policy"] for g in rows] == sorted(PRESETS)  # rows in policy-name order
-        for g in rows:
-            drawn[(section.attrib["data-trace"], g.attrib["data-policy"])] = [
-                (int(r.attrib["data-step"]), r.attrib["data-action"]) for r in g.iter(f"{SVG}rect")]
+    data = page_data(page)
+    assert len(data["runs"]) == len(runs)
+    for run in data["runs"]:
+        assert [p["policy"] for p in run["policies"]] == sorted(PRESETS)  # side by side, in policy-name order
+    drawn = marks(page)
     assert drawn == expected
     # The real runs do get interventions: the picture is not all `allow`.
     assert Counter(a for marks in drawn.values() for _, a in marks)["allow"] < sum(map(len, drawn.values()))
