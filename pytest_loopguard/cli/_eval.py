@@ -2,6 +2,7 @@
 
     loopguard eval PATHS... [--labels FILE] [--policy P ...] [--json] [--markdown] [--sweep E.S=A..B]
     loopguard eval --labels FILE [...]    (no PATHS: the runs the labels name, each file once)
+    loopguard eval PATHS... --heeded K    (per rule: warnings and blocks the agent heeded within K calls)
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     p.add_argument("--sweep", metavar="ENGINE.SETTING=A..B",
                    help="vary one setting and print the recall / false-stop frontier")
+    p.add_argument("--heeded", metavar="K", type=int,
+                   help="per rule, how often the agent changed course (did not repeat the call) within K calls of a "
+                        "warning or block: on runs recorded with a live guard, simulated runs and replayed logs")
     from ._backend import add_arguments as backend_arguments
 
     backend_arguments(p, "replay")
@@ -108,6 +112,8 @@ def _score(args: argparse.Namespace) -> int:
         shown = ", ".join(label.run_id for label in absent[:3]) + (", ..." if len(absent) > 3 else "")
         err(f"loopguard: eval: {len(absent)} labelled runs of {labels.path} were not among the runs given "
             f"(not scored): {shown}")
+    if args.heeded is not None:
+        return _heeded(args, names, policies, runs)
     # each policy, or each of its sweep's values
     scored = [[swept(p, sweep, v) for v in sweep.values] if sweep is not None else [p] for p in policies]
     # None: each replayed here as it is scored; else made on other processes, in the order they are scored
@@ -135,4 +141,30 @@ def _score(args: argparse.Namespace) -> int:
                           "policies": [s.to_dict() for s in scores]}, indent=2))
     else:
         print(render(scores, markdown=args.markdown))
+    return EXIT_OK
+
+
+def _heeded(args: argparse.Namespace, names: list[str], policies: list[Any], runs: list[Any]) -> int:
+    """`--heeded K`: one table per policy, a row per rule and source (eval/_heeded.py)."""
+    import json
+
+    from ..eval._heeded import heed_rows
+    from ._eval_tables import table
+
+    within: int = args.heeded
+    if within < 1:
+        error(f"eval: --heeded: expected a number of calls >= 1, got {within}")
+        return EXIT_BAD_INPUT
+    document: dict[str, Any] = {}
+    for name, policy in zip(names, policies, strict=True):
+        rows = heed_rows(runs, policy, within)
+        if args.json:
+            document[name] = [r.to_dict() for r in rows]
+            continue
+        print(f"{name}: warnings and blocks heeded within {within} calls, over {len(runs)} runs")
+        body = [[r.reason, r.source, str(r.given), str(r.heeded), "—" if r.rate is None else f"{100 * r.rate:.0f}%"]
+                for r in rows]
+        print(table(body, ["rule", "source", "given", "heeded", "rate"], args.markdown))
+    if args.json:
+        print(json.dumps({"within": within, "policies": document}, indent=2))
     return EXIT_OK

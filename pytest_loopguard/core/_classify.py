@@ -6,7 +6,8 @@ the argument holding an editor sub-command such as `view`), `shell: ARG` the arg
 command line (read by `shell.read_command_line`). Kinds and targets are looked up separately: for each,
 the first matching rule that gives one wins. Unlisted tools are `action`. Every table ends with
 `LOCATORS`, the common shell and file tools' arguments, so a policy only names targets that differ.
-`target_of` reads a call's target (a `CallTarget`) by the table.
+`target_of` reads a call's target (a `CallTarget`) by the table. `repeat: poll | paged | exempt` declares how
+the loop guard reads the tool's repetition (docs/engines.md, "Declared repetition").
 """
 
 from __future__ import annotations
@@ -24,16 +25,20 @@ from ._model import ToolCall
 from ._shell import EDITOR_EFFECTS, Command, Effect, normalise_path, read_command_line
 from ._targets import CallTarget
 
-__all__ = ["KINDS", "LOCATORS", "Classifier", "Kind", "ToolRule", "parse_rules", "target_of"]
+__all__ = ["KINDS", "LOCATORS", "REPEATS", "Classifier", "Kind", "Repeat", "ToolRule", "parse_rules", "target_of"]
 
 Kind = Literal["observation", "action", "navigation", "read", "search", "write", "done"]
 KINDS: Final = ("observation", "action", "navigation", "read", "search", "write", "done")
+# how a tool's repetition is read: `poll` (expected to repeat, within a poll budget), `paged` (a changed result
+# is progress), `exempt` (invisible to the repetition rules)
+Repeat = Literal["poll", "paged", "exempt"]
+REPEATS: Final = ("poll", "paged", "exempt")
 # tool names whose kind and locator are cached per classifier (a policy's runs share it for the process's
 # life, and a run may name a new tool with every call): past this, the caches start again
 TOOL_CACHE_LIMIT: Final = 4096
 _GLOB_CHARS: Final = frozenset("*?[")
 _TARGET_KEYS: Final = ("target", "shell", "verb")
-_RULE_KEYS: Final = ("tool", "kind", "when", *_TARGET_KEYS)
+_RULE_KEYS: Final = ("tool", "kind", "when", *_TARGET_KEYS, "repeat")
 # what a call of each kind does to its target, when its tool's rule names no shell line or editor verb
 _KIND_EFFECTS: Final[Mapping[Kind, Effect]] = {
     "read": "read", "observation": "read", "navigation": "read", "search": "search", "write": "write",
@@ -55,6 +60,7 @@ class ToolRule:
     # other arguments that hold the target when `target` is absent (built-in locators only: the coding agents
     # name a file `path`, `file_path` or `absolute_path` for the same tool name)
     also: tuple[str, ...] = ()
+    repeat: Repeat | None = None  # declared repetition (None: the rule says nothing about it)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"tool": self.tool}
@@ -66,6 +72,8 @@ class ToolRule:
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
+        if self.repeat is not None:
+            out["repeat"] = self.repeat
         return out
 
     @property
@@ -79,15 +87,15 @@ def parse_rules(raw: Any, *, source: str | None = None) -> tuple[ToolRule, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, list):
-        raise PolicyError("expected a list of rules {tool, kind?, when?, target?, shell?, verb?}", field="tools",
-                          source=source)
+        raise PolicyError("expected a list of rules {tool, kind?, when?, target?, shell?, verb?, repeat?}",
+                          field="tools", source=source)
     if len(raw) > MAX_SETTING_ITEMS:
         raise PolicyError(f"{len(raw)} rules; at most {MAX_SETTING_ITEMS}", field="tools", source=source)
     rules = []
     for i, item in enumerate(raw):
         where = f"tools[{i}]"
         if not isinstance(item, Mapping):
-            raise PolicyError("expected a mapping {tool, kind?, when?, target?, shell?, verb?}", field=where,
+            raise PolicyError("expected a mapping {tool, kind?, when?, target?, shell?, verb?, repeat?}", field=where,
                               source=source)
         unknown = set(item) - set(_RULE_KEYS)
         if unknown:
@@ -108,8 +116,12 @@ def parse_rules(raw: Any, *, source: str | None = None) -> tuple[ToolRule, ...]:
         if locators["verb"] is not None and locators["target"] is None:
             raise PolicyError("'verb' goes with 'target' (the argument holding the path)", field=f"{where}.verb",
                               source=source)
-        if kind is None and locators["target"] is None and locators["shell"] is None:
-            raise PolicyError(f"a rule gives a kind or a target; expected kind one of {', '.join(KINDS)}",
+        repeat = item.get("repeat")
+        if repeat is not None and repeat not in REPEATS:
+            raise PolicyError(f"unknown repeat {brief(repeat)}; expected one of {', '.join(REPEATS)}",
+                              field=f"{where}.repeat", source=source)
+        if kind is None and locators["target"] is None and locators["shell"] is None and repeat is None:
+            raise PolicyError(f"a rule gives a kind, a target or a repeat; expected kind one of {', '.join(KINDS)}",
                               field=f"{where}.kind", source=source)
         if kind is not None and kind not in KINDS:
             raise PolicyError(
@@ -118,7 +130,7 @@ def parse_rules(raw: Any, *, source: str | None = None) -> tuple[ToolRule, ...]:
         if when is not None and not isinstance(when, Mapping):
             raise PolicyError("expected a mapping of argument values", field=f"{where}.when", source=source)
         rules.append(ToolRule(tool, kind, dict(when) if when else None, target=locators["target"],
-                              shell=locators["shell"], verb=locators["verb"]))
+                              shell=locators["shell"], verb=locators["verb"], repeat=repeat))
     return tuple(rules)
 
 
@@ -154,7 +166,7 @@ LOCATORS: Final = _locators()
 class Classifier:
     """Classifies calls by a rule table; decisions without argument conditions are cached per tool name."""
 
-    __slots__ = ("_locator_cache", "_patterns", "kinds", "rules", "targets")
+    __slots__ = ("_locator_cache", "_patterns", "_repeat_cache", "declares_repeat", "kinds", "rules", "targets")
 
     def __init__(self, rules: Sequence[ToolRule] = (), extra: Iterable[ToolRule] = ()) -> None:
         self.rules: tuple[ToolRule, ...] = (*extra, *rules, *LOCATORS)
@@ -168,6 +180,9 @@ class Classifier:
         # tool name -> kind, for tools whose kind needs no arguments (`RunContext.kind` reads it first)
         self.kinds: dict[str, Kind] = {}
         self._locator_cache: dict[str, ToolRule | None] = {}
+        # whether any rule declares repetition: a table without one never looks it up (`repeat`)
+        self.declares_repeat = any(rule.repeat is not None for rule in self.rules)
+        self._repeat_cache: dict[str, Repeat | None] = {}
         # call fingerprint -> its target before any open file is filled in (`RunContext.target` fills it):
         # a pure function of the call and this table, so every run of the policy shares it
         self.targets: dict[str, CallTarget] = {}
@@ -216,6 +231,21 @@ class Classifier:
             if len(self._locator_cache) >= TOOL_CACHE_LIMIT:
                 self._locator_cache.clear()
             self._locator_cache[tool] = found
+        return found
+
+    def repeat(self, call: ToolCall) -> Repeat | None:
+        """The call's declared repetition: the first matching rule that declares one, else None."""
+        if not self.declares_repeat:
+            return None
+        tool = call.tool
+        if tool in self._repeat_cache:
+            return self._repeat_cache[tool]
+        candidates = [rule for rule in self._candidates(tool) if rule.repeat is not None]
+        found = next((rule.repeat for rule in candidates if _holds(rule, call)), None)
+        if not any(rule.when for rule in candidates):
+            if len(self._repeat_cache) >= TOOL_CACHE_LIMIT:
+                self._repeat_cache.clear()
+            self._repeat_cache[tool] = found
         return found
 
     def is_observation(self, call: ToolCall) -> bool:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, final
+from typing import Any, Final, final
 
 from ._model import ReplayResult, RunExpect, Step, StepExpect, StepResult, Verdict, plain
 
-__all__ = ["Mismatch", "check", "check_reached", "check_run", "check_step", "describe_expect"]
+__all__ = ["HEEDABLE", "Mismatch", "check", "check_heeded", "check_reached", "check_run", "check_step",
+           "describe_expect", "repeated_within"]
+
+# the actions an agent is told about and can heed (a stop ends the run: nothing left to heed)
+HEEDABLE: Final = frozenset({"warn", "block"})
 
 
 @final
@@ -86,6 +90,38 @@ def check_reached(step: Step, got: StepResult, strict: bool) -> Mismatch | None:
     return None
 
 
+def repeated_within(steps: Sequence[Step], got: Sequence[StepResult], at: int, within: int) -> int | None:
+    """Whether the agent repeated the call of step `at` (position) within its next `within` calls: the index
+    of the step that did (the same tool with the same arguments, key order aside), or None: it changed course.
+    Calls the run never reached do not count; a run that ended sooner changed course."""
+    step = steps[at]
+    if step.kind != "tool":
+        return None
+    fingerprint = step.call.fingerprint
+    seen = 0
+    for later, result in zip(steps[at + 1:], got[at + 1:], strict=True):
+        if seen >= within or result.action == "not_reached":
+            break
+        if later.kind == "tool":
+            seen += 1
+            if later.call.fingerprint == fingerprint:
+                return later.index
+    return None
+
+
+def check_heeded(steps: Sequence[Step], got: Sequence[StepResult], at: int, within: int) -> Mismatch | None:
+    """`heeded_within` on the step at position `at`: it drew a warning or block and no call soon repeats it."""
+    result = got[at]
+    if steps[at].kind != "tool" or plain(result.action) not in HEEDABLE:
+        return Mismatch(result.index, "heeded_within", within, plain(result.action),
+                        "no warning or block on a call to heed")
+    repeat = repeated_within(steps, got, at, within)
+    if repeat is not None:
+        return Mismatch(result.index, "heeded_within", within, f"repeated at step {repeat}",
+                        "the agent made the same call again")
+    return None
+
+
 def check_run(expect: RunExpect, result: ReplayResult) -> list[Mismatch]:
     out: list[Mismatch] = []
     if expect.outcome is not None and expect.outcome != result.outcome:
@@ -113,10 +149,14 @@ def check(result: ReplayResult, *, strict: bool | None = None) -> list[Mismatch]
     # Without `strict`, only steps with an expectation can mismatch; where there is none, the result's step
     # timeline (built on first read) is not needed at all.
     if strict or any(step.expect is not None for step in trace.steps):
-        for step, got in zip(trace.steps, result.steps, strict=True):
+        for at, (step, got) in enumerate(zip(trace.steps, result.steps, strict=True)):
             m = check_reached(step, got, strict)
             if m is not None:
                 out.append(m)
+            elif step.expect is not None and step.expect.heeded_within is not None:
+                m = check_heeded(trace.steps, result.steps, at, step.expect.heeded_within)
+                if m is not None:
+                    out.append(m)
     if trace.expect is not None:
         out.extend(check_run(trace.expect, result))
     return out

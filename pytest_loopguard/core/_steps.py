@@ -234,6 +234,8 @@ class StepExpect:
     message: str | None = None  # substring of the verdict's message
     data: Mapping[str, Any] | None = None  # subset of the verdict's data
     short: bool = True  # written as a bare action string
+    # the agent heeds the step's warning or block: none of its next this-many calls repeats the step's call
+    heeded_within: int | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)

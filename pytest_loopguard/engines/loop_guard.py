@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..core._identity import FLAT_SAME_AS, IDENTITIES, IdentityMode, is_flat
 from ..core._model import Action, Verdict
 from ..core.hookspecs import hookimpl
+from ._progress import StreakProgress, UnchangedOutput
 from .base import Engine, EngineSettings, SettingError, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS, LRUMap
 
@@ -74,11 +75,26 @@ class Settings(EngineSettings):
     # per-identity maps (outcome counts, poisoned identities, ping-pong warnings) keep at most this
     # many keys, least recently used evicted first (docs/engines.md, "Bounded state")
     max_keys: int = DEFAULT_MAX_KEYS
+    # ---- what a repeated call achieved (engines/_progress.py; on in `default` only) ------------------------
+    # an identical call whose result differs from the previous one's is progress, not repetition
+    result_aware: bool = False
+    poll_gap_ms: int | None = None  # an identical call this long after the previous one: the agent waited
+    progress_warn_at: int | None = None  # a streak whose results change: a warning at this many calls ...
+    progress_block_at: int | None = None  # ... and blocks from this many (calls that waited not counted)
+    poll_warn_at: int | None = 100  # the same, for a tool declared `poll` or `paged` in the tool table
+    poll_block_at: int | None = 200
+    poll_warn_ms: int | None = None  # ... or once it has lasted this long on the run's clock
+    poll_block_ms: int | None = None
+    poll_idle_warn_at: int | None = 10  # a tool declared `poll`: calls in a row without a changed result
+    poll_idle_block_at: int | None = 20
+    unchanged_output_warn_at: int | None = None  # the same check's same output across edits, this many runs
 
     def __post_init__(self) -> None:
         at_least(self, 1, "warn_at", "block_at", "stop_at", "poll_multiplier", "ring_size", "ping_pong_detect_repeats",
                  "ping_pong_min_repeats", "outcome_prefix_bytes")
-        at_least(self, 1, "max_keys")
+        at_least(self, 1, "max_keys", "poll_gap_ms", "poll_warn_at", "poll_block_at", "poll_warn_ms", "poll_block_ms",
+                 "poll_idle_warn_at", "poll_idle_block_at", "progress_warn_at", "progress_block_at")
+        at_least(self, 2, "unchanged_output_warn_at")
         at_least(self, 0, "max_warnings_per_call", "outcome_block_threshold")
         action: object = self.warn_action
         if type(action) is not Action:  # a plain name, from code (a policy file's is the member already)
@@ -170,6 +186,9 @@ class LoopGuard(Engine):
         "loop_guard.identical_outcome",
         "loop_guard.warnings_exhausted",
         "loop_guard.consecutive_stop",
+        "loop_guard.poll_budget_warning",
+        "loop_guard.poll_budget",
+        "loop_guard.unchanged_output",
     )
 
     def __init__(self, settings: LoopGuardSettings, run: RunContext) -> None:
@@ -208,6 +227,16 @@ class LoopGuard(Engine):
         # the identity of the last call that ran and did not fail (block_repeat_of_last_success)
         self._track_success = settings.block_repeat_of_last_success
         self._last_success: str | None = None
+        # what repeated calls achieved (engines/_progress.py): None when neither the settings nor the tool
+        # table ask for it, so the published presets' runs never pay for it
+        self._progress = (
+            StreakProgress(settings, run)
+            if settings.result_aware or settings.poll_gap_ms is not None or run.classifier.declares_repeat
+            else None
+        )
+        self._unchanged = UnchangedOutput(settings, run) if settings.unchanged_output_warn_at is not None else None
+        self._watching = self._progress is not None or self._unchanged is not None
+        self._declares_repeat = run.classifier.declares_repeat
 
     # ---- identity ----------------------------------------------------------------------------------
     def _identity(self, call: ToolCall) -> str:
@@ -230,10 +259,12 @@ class LoopGuard(Engine):
 
     def _is_exempt(self, call: ToolCall) -> bool:
         conditions = self._exempt.get(call.tool)
+        # or declared `repeat: exempt` in the tool table (a table without declarations is never asked)
+        declared = self._declares_repeat and self.run.classifier.repeat(call) == "exempt"
         if conditions is None:
-            return False
+            return declared
         args = call.args
-        return any(all(args.get(k) == v for k, v in when.items()) for when in conditions)
+        return declared or any(all(args.get(k) == v for k, v in when.items()) for when in conditions)
 
     def _observation(self, call: ToolCall) -> bool:
         return self.run.kind(call) == "observation"
@@ -258,7 +289,7 @@ class LoopGuard(Engine):
     @hookimpl
     def loopguard_before_call(self, call: ToolCall, result: ToolResult | None) -> Verdict | None:
         # every argument of the event, in the contract's order: the Guard then calls this method directly
-        if self._exempt and self._is_exempt(call):
+        if (self._exempt or self._progress is not None) and self._is_exempt(call):
             return None  # invisible: the current identity and its count stay as they were
         identity = self._identity(call)
         # the ring holds every call the agent made, blocked ones included
@@ -283,16 +314,61 @@ class LoopGuard(Engine):
             self._current = identity
             self._consecutive = 0
             self._warnings = 0
+            if self._progress is not None:
+                self._progress.restart()
         self._consecutive += 1
+        progress = self._progress
         if self._last_success is not None and identity == self._last_success:
             return self._repeat_block(call.tool)
-        first = self._first_threshold
-        if first is not None and self._consecutive >= first:
-            verdict = self._consecutive_verdict(call)
+        if progress is not None:
+            verdict = self._progress_verdict(progress, call)
             if verdict is not None:
                 return verdict
+        else:
+            first = self._first_threshold
+            if first is not None and self._consecutive >= first:
+                verdict = self._consecutive_verdict(call)
+                if verdict is not None:
+                    return verdict
         if periodic:
             return self._ping_pong(identity, call.tool)
+        return None
+
+    def _progress_verdict(self, progress: StreakProgress, call: ToolCall) -> Verdict | None:
+        """The consecutive rule and the poll budget, for a streak judged by what its calls achieved."""
+        if progress.before():  # the agent waited since the previous identical call: polling
+            self._consecutive = 1
+            self._warnings = 0
+        declared = self.run.classifier.repeat(call)
+        multiplier = self.settings.poll_multiplier if progress.progressed and self._poll(call) else 1
+        verdict = progress.budget_verdict(call, declared, multiplier)
+        if verdict is not None:
+            return verdict
+        if declared == "poll":  # expected to repeat: held to calls without a changed result (openclaw's)
+            return self._idle_poll_verdict(call)
+        first = self._first_threshold
+        if first is not None and self._consecutive >= first:
+            return self._consecutive_verdict(call, progress.progressed)
+        return None
+
+    def _idle_poll_verdict(self, call: ToolCall) -> Verdict | None:
+        s = self.settings
+        idle = self._consecutive
+        data = {"tool": call.tool, "count": idle, "warn_at": s.poll_idle_warn_at, "block_at": s.poll_idle_block_at}
+        if s.poll_idle_block_at is not None and idle >= s.poll_idle_block_at:
+            return Verdict(
+                NAME, Action.BLOCK, "loop_guard.poll_budget",
+                f"Blocked: poll tool '{call.tool}' returned the same result {idle} times in a row. The polled "
+                "work is not progressing; stop polling and try a different approach.",
+                data,
+            )
+        if s.poll_idle_warn_at is not None and idle == s.poll_idle_warn_at:
+            return Verdict(
+                NAME, Action.WARN, "loop_guard.poll_budget_warning",
+                f"Warning: poll tool '{call.tool}' returned the same result {idle} times in a row. Consider "
+                "whether the polled work is stuck.",
+                data,
+            )
         return None
 
     def _poisoned_verdict(self, tool: str, poisoned_at: int) -> Verdict:
@@ -310,10 +386,11 @@ class LoopGuard(Engine):
         self._last_poisoned = (tool, poisoned_at, verdict)
         return verdict
 
-    def _consecutive_verdict(self, call: ToolCall) -> Verdict | None:
-        """The consecutive rule's verdict for the current identity's count, if it reached a threshold."""
+    def _consecutive_verdict(self, call: ToolCall, polling: bool = False) -> Verdict | None:
+        """The consecutive rule's verdict for the current identity's count, if it reached a threshold.
+        `polling`: the streak made progress (engines/_progress.py), so it is held to the poll thresholds."""
         s = self.settings
-        tool, poll = call.tool, self._poll(call)
+        tool, poll = call.tool, polling or self._poll(call)
         count = self._consecutive
         multiplier = s.poll_multiplier if poll else 1
         block_at = s.block_at * multiplier if s.block_at is not None else None
@@ -427,17 +504,24 @@ class LoopGuard(Engine):
         return any(observation[i] != observation[(i + 1) % period] for i in range(pairs))
 
     @hookimpl
-    def loopguard_after_call(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> None:
+    def loopguard_after_call(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> Verdict | None:
         if self._track_success and not blocked and (result is None or result.ok) and not (
                 self._exempt and self._is_exempt(call)):
             # the last call that ran and returned (CrewAI's last_used_tool): a failed or refused call leaves it
             self._last_success = self._last_identity if call is self._last_call else self._identity(call)
+        verdict: Verdict | None = None
+        if self._watching:  # what the call achieved (engines/_progress.py); off in the published presets
+            if blocked or result is None or self._is_exempt(call):
+                return None
+            verdict, waited = self._achieved(call, result)
+            if waited:  # a poll's "still so" after a wait is the poll budget's business, not an outcome
+                return verdict
         threshold = self._outcome_threshold
         if blocked or result is None or threshold <= 0 or (self._exempt and self._is_exempt(call)):
-            return
+            return verdict
         text = result.result_text
         if text is None:
-            return
+            return verdict
         size = self.settings.outcome_prefix_bytes
         # the result's first `size` bytes; a character is at least one byte, so `size` characters cover
         # them. An ASCII prefix is its own bytes (kept as text, sparing an encode per call); any other
@@ -448,6 +532,20 @@ class LoopGuard(Engine):
         count = self._outcomes.increment(key)
         if count >= threshold and identity not in self._poisoned:
             self._poisoned[identity] = count
+        return verdict
+
+    def _achieved(self, call: ToolCall, result: ToolResult) -> tuple[Verdict | None, bool]:
+        """A call that ran, judged by its result: (the unchanged-output warning, whether the call was a wait
+        or a declared poll's)."""
+        identity = self._last_identity if call is self._last_call else self._identity(call)
+        progress, waited = self._progress, False
+        if progress is not None and identity == self._current:
+            declared = self.run.classifier.repeat(call)
+            waited = progress.waited or declared == "poll"
+            if progress.after(result, declared):  # a changed result: the repetition restarts here
+                self._consecutive = 1
+                self._warnings = 0
+        return (self._unchanged.after(call, identity, result) if self._unchanged is not None else None), waited
 
     @hookimpl
     def loopguard_message(self, message: Message) -> None:
@@ -461,6 +559,8 @@ class LoopGuard(Engine):
         self._outcomes.clear()
         self._poisoned.clear()
         self._last_success = None
+        if self._unchanged is not None:
+            self._unchanged.clear()
 
     def idle_hooks(self) -> frozenset[str]:
         # the count starts again at a turn's start only with `count_scope: turn`

@@ -27,7 +27,7 @@ def expect_to_value(e: StepExpect) -> Any:
     if e.short:
         return e.action
     out: dict[str, Any] = {"action": e.action}
-    for key in ("engine", "reason", "message", "data"):
+    for key in ("engine", "reason", "message", "data", "heeded_within"):
         value = getattr(e, key)
         if value is not None:
             out[key] = dict(value) if key == "data" else value

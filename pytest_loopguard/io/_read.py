@@ -190,7 +190,10 @@ def parse_step_expect(raw: Any, step: int | None = None) -> StepExpect:
                     "expect.reason", step)
     message = _str(e["message"], "expect.message", step) if e.get("message") is not None else None
     data = dict(_mapping(e["data"], "expect.data", step)) if e.get("data") is not None else None
-    return StepExpect(action, engine, reason, message, data, short=False)
+    heeded = e.get("heeded_within")
+    heeded_within = (_int(heeded, "expect.heeded_within", step, minimum=1, maximum=MAX_STEPS)
+                     if heeded is not None else None)
+    return StepExpect(action, engine, reason, message, data, short=False, heeded_within=heeded_within)
 
 
 def read_step(raw: Any, index: int) -> Step:

@@ -210,6 +210,8 @@ STEP_EXPECT: Final = Shape("stepExpect", (
     _text("reason", non_empty=True, pattern=r"\.", description="engine.code, e.g. loop_guard.consecutive_block"),
     _text("message"),
     Field("data", ("object",)),
+    _count("heeded_within", minimum=1, maximum=MAX_STEPS,
+           description="the agent changes course within this many calls: none of them repeats the warned call"),
 ))
 RUN_EXPECT: Final = Shape("runExpect", (
     Field("outcome", choices=OUTCOMES, nullable=False),

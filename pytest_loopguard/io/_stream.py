@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core._expect import Mismatch, check_reached, check_run
+from ..core._expect import HEEDABLE, Mismatch, check_reached, check_run
 from ..core._model import Action, ReplayResult, Step, StepResult, ToolCall
 from ..errors import TraceError
 from ..runtime._policy import Policy
@@ -114,6 +114,9 @@ def replay_jsonl(
             strict = header.strict
             steps = _jsonl.steps(rows, name, torn)
 
+            # `heeded_within` expectations still open: [step index, the call's fingerprint, calls left]
+            heeding: list[list[Any]] = []
+
             def record(step: Step, calls: tuple[ToolCall, ...] | None) -> None:
                 """A step whose result something reads (`on_step`, its expectation) or after the run's end."""
                 got = replayer.step(step, calls)
@@ -125,11 +128,29 @@ def replay_jsonl(
                 m = check_reached(step, got, strict)
                 if m is not None:
                     mismatches.append(m)
+                if heeding and step.kind == "tool" and got.action != "not_reached":
+                    for open_ in list(heeding):  # as core/_expect.repeated_within, one step at a time
+                        if step.call.fingerprint == open_[1]:
+                            mismatches.append(Mismatch(open_[0], "heeded_within", open_[3],
+                                                       f"repeated at step {step.index}",
+                                                       "the agent made the same call again"))
+                            heeding.remove(open_)
+                        else:
+                            open_[2] -= 1
+                            if open_[2] <= 0:
+                                heeding.remove(open_)
+                within = step.expect.heeded_within if step.expect is not None and m is None else None
+                if within is not None:
+                    if step.kind != "tool" or got.action not in HEEDABLE:
+                        mismatches.append(Mismatch(step.index, "heeded_within", within, str(got.action),
+                                                   "no warning or block on a call to heed"))
+                    else:
+                        heeding.append([step.index, step.call.fingerprint, within, within])
 
             run = replayer.run  # the run protocol: the Guard's calls and the outcome
             advance = run.feed
             for step, calls in _planned(steps, run, name):
-                if on_step is None and step.expect is None and run.outcome is None:
+                if on_step is None and step.expect is None and run.outcome is None and not heeding:
                     # nothing reads this step's result (most steps of a long run): its action is counted as
                     # the full replay does, a StepResult built only for a step that is not allowed (strict
                     # checks those)

@@ -317,26 +317,48 @@ def _forever_or_count(params: Mapping[str, Any], key: str, field: str) -> int | 
     return cast(int | None, value)
 
 
+def _shows_verdict(entry: Entry | None) -> bool:
+    """Whether a tool result as the agent sees it carries a guard's warning or block (their messages' words)."""
+    return entry is not None and ("Warning:" in entry.text or entry.text.startswith("Error: Blocked"))
+
+
 @final
 class Retrier(_Params):
-    """Repeats one call `attempts` times whatever it returns (forever when None), then gives up."""
+    """Repeats one call `attempts` times whatever it returns (forever when None), then gives up.
 
-    PARAMS = ("call", "attempts", "answer")
+    With `heeds`, it changes course once a result it sees carries a warning or block: it makes `instead` (when
+    given) and then gives up, so a simulated run shows whether a verdict was heeded (`loopguard eval --heeded`).
+    """
 
-    def __init__(self, call: ToolCall, attempts: int | None = None, answer: str = "I could not do it.") -> None:
+    PARAMS = ("call", "attempts", "answer", "heeds", "instead")
+
+    def __init__(self, call: ToolCall, attempts: int | None = None, answer: str = "I could not do it.", *,
+                 heeds: bool = False, instead: ToolCall | None = None) -> None:
         self.call = call
         self.attempts = attempts
         self.answer = answer
+        self.heeds = heeds
+        self.instead = instead
         self._made = 0
+        self._changed = False  # whether it made `instead` after heeding a verdict
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any], field: str) -> Retrier:
         cls.check(params, field)
         attempts = _forever_or_count(params, "attempts", field)
+        heeds = params.get("heeds", False)
+        if not isinstance(heeds, bool):
+            raise ScenarioError("expected true or false", field=f"{field}.heeds")
+        instead = _call(params["instead"], f"{field}.instead") if params.get("instead") is not None else None
         return cls(_call(params.get("call"), f"{field}.call"), attempts,
-                   str(params.get("answer", "I could not do it.")))
+                   str(params.get("answer", "I could not do it.")), heeds=heeds, instead=instead)
 
     def next_turn(self, view: PromptView, turn: int) -> ModelReply:
+        if self.heeds and (self._changed or _shows_verdict(_last_tool_entry(view))):
+            if self.instead is not None and not self._changed:
+                self._changed = True
+                return ModelReply((self.instead,), text="The guard warned me; trying another way.")
+            return ModelReply(text=self.answer, success=False)
         if self.attempts is not None and self._made >= self.attempts:
             return ModelReply(text=self.answer, success=False)
         self._made += 1

@@ -157,7 +157,7 @@ def test_validates_replays_and_imports_byte_identical_twice(name: str, tmp_path:
     assert first.read_bytes() == (tmp_path / "out2" / first.name).read_bytes()
 
 
-def test_the_seven_identical_polls_are_seven_equal_calls_and_default_flags_them() -> None:
+def test_the_seven_identical_polls_are_seven_equal_calls_and_default_reads_them_as_progress() -> None:
     run = imported(POLLS)
     calls = tools(run)
     streak = max((calls[i:j] for i in range(len(calls)) for j in range(i + 1, len(calls) + 1)
@@ -168,8 +168,11 @@ def test_the_seven_identical_polls_are_seven_equal_calls_and_default_flags_them(
     assert [c["source"]["row"] for c in streak] == [127, 133, 139, 145, 151, 157, 163]
     result = replay(to_trace(run), "default")
     positions = [run.trace["steps"].index(c) for c in streak]
-    assert [result.steps[p].action for p in positions] == ["allow", "allow", "warn", "warn", "block", "block",
-                                                           "block"]
+    # each poll returns new output of the running command: progress, not repetition (issue 23); the progress
+    # budget warns once at the 6th call in a row (default's progress_warn_at), where the identical-call count
+    # used to warn at the 3rd and block from the 5th
+    assert [result.steps[p].action for p in positions] == ["allow"] * 5 + ["warn", "allow"]
+    assert [v.reason for v in result.steps[positions[5]].verdicts] == ["loop_guard.poll_budget_warning"]
 
 
 def test_redacted_arguments_differ_where_their_texts_do() -> None:

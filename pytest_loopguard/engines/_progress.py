@@ -1,0 +1,198 @@
+"""What a repeated call achieved: the loop guard's result-aware streaks, poll budgets and unchanged-output rule."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from ..core._classify import shell_line
+from ..core._model import Action, Verdict
+from .lru import LRUMap
+
+if TYPE_CHECKING:
+    from ..core._classify import Repeat
+    from ..core._model import ToolCall, ToolResult
+    from ..core._runcontext import RunContext
+    from .loop_guard import Settings
+
+__all__ = ["StreakProgress", "UnchangedOutput", "result_digest"]
+
+NAME: Final = "loop_guard"
+# the effects of a call that is a check (a test, build or lint run, a script): not a read, search or edit
+_CHECK_EFFECTS: Final = frozenset({"run", "other"})
+_EDIT_EFFECTS: Final = frozenset({"write", "revert"})
+_COMMAND_CHARS: Final = 80  # how much of a check's command line a warning quotes
+
+
+def result_digest(result: ToolResult) -> int:
+    """A digest of what a call returned: its text and error, and whether it failed."""
+    # str hashes are cached on the string and stable within a process: a run's digests compare among themselves
+    return hash((result.ok, result.text, result.error))
+
+
+def command_of(call: ToolCall, run: RunContext) -> str:
+    """The command a check ran, as a warning quotes it: the shell line, else the tool name."""
+    rule = run.classifier.locator(call)
+    line = shell_line(call.args.get(rule.shell)) if rule is not None and rule.shell is not None else None
+    text = line.strip() if line else call.tool
+    return text if len(text) <= _COMMAND_CHARS else text[: _COMMAND_CHARS - 1] + "…"
+
+
+class StreakProgress:
+    """One run's current streak of identical calls, judged by what each call achieved.
+
+    A call whose result differs from the previous identical call's (`result_aware`, or a tool declared
+    `paged` or `poll`) is progress, and so is one made at least `poll_gap_ms` after it on the run's clock
+    (the agent waited: polling). Progress restarts the consecutive count (the loop guard's `_consecutive`)
+    and makes the streak a poll, whose own budget bounds it: in calls that did not wait, `progress_warn_at` /
+    `progress_block_at` (`poll_warn_at` / `poll_block_at` for a tool declared `poll` or `paged`), and in run
+    time `poll_warn_ms` / `poll_block_ms`. A tool declared `poll` is held to `poll_idle_warn_at` /
+    `poll_idle_block_at` calls without a changed result instead of the consecutive thresholds.
+    """
+
+    __slots__ = ("_digest", "_last_ms", "_ms_warned", "_settings", "_start_ms", "_warned", "calls", "paced",
+                 "progressed", "run", "waited")
+
+    def __init__(self, settings: Settings, run: RunContext) -> None:
+        self._settings = settings
+        self.run = run
+        self.calls = 0  # identical calls in a row, whatever they returned
+        self.paced = 0  # of them, the calls made after a poll gap (waits: the time budget's business)
+        self.progressed = False  # whether the streak has made progress: it is a poll
+        self.waited = False  # whether the current call came after a poll gap (its result says "still so")
+        self._digest: int | None = None  # the previous identical call's result
+        self._start_ms = 0
+        self._last_ms = 0
+        self._warned = False
+        self._ms_warned = False
+
+    def restart(self) -> None:
+        """A call with another identity starts a new streak."""
+        now = self.run.clock.now_ms
+        self.calls = self.paced = 0
+        self.progressed = self.waited = self._warned = self._ms_warned = False
+        self._digest = None
+        self._start_ms = self._last_ms = now
+
+    def before(self) -> bool:
+        """Count the next identical call; True when it comes after a poll gap (progress)."""
+        self.calls += 1
+        now = self.run.clock.now_ms
+        gap = self._settings.poll_gap_ms
+        self.waited = gap is not None and self.calls > 1 and now - self._last_ms >= gap
+        self._last_ms = now
+        if self.waited:
+            self.progressed = True
+            self.paced += 1
+        return self.waited
+
+    def after(self, result: ToolResult, repeat: Repeat | None) -> bool:
+        """Note what the call returned; True when it differs from the previous identical call's (progress).
+        A result with neither text nor error (a recorded step without one) says nothing: it is not compared."""
+        if result.text is None and result.error is None:
+            return False
+        digest = result_digest(result)
+        previous, self._digest = self._digest, digest
+        if previous is None or previous == digest:
+            return False
+        if not (self._settings.result_aware or repeat == "paged" or repeat == "poll"):
+            return False
+        self.progressed = True
+        return True
+
+    def budget_verdict(self, call: ToolCall, repeat: Repeat | None, multiplier: int) -> Verdict | None:
+        """The poll budget's verdict for a streak that is a poll (it made progress, or its tool is declared one).
+        `multiplier`: the loop guard's poll multiplier for an observation tool (1 otherwise); it scales the
+        undeclared budget as it scales the consecutive thresholds."""
+        declared = repeat == "poll" or repeat == "paged"
+        if not (self.progressed or repeat == "poll"):
+            return None
+        s = self._settings
+        calls = self.calls - self.paced
+        if declared:
+            warn_at, block_at = s.poll_warn_at, s.poll_block_at
+        else:
+            warn_at = s.progress_warn_at * multiplier if s.progress_warn_at is not None else None
+            block_at = s.progress_block_at * multiplier if s.progress_block_at is not None else None
+        elapsed = self.run.clock.now_ms - self._start_ms
+        data = {"tool": call.tool, "calls": calls, "elapsed_ms": elapsed, "warn_at": warn_at,
+                "block_at": block_at, "warn_ms": s.poll_warn_ms, "block_ms": s.poll_block_ms, "declared": repeat}
+        over_calls = block_at is not None and calls >= block_at
+        if over_calls or (s.poll_block_ms is not None and elapsed >= s.poll_block_ms):
+            span = f"{calls} times" if over_calls else f"for {elapsed // 1000} s"
+            return Verdict(
+                NAME, Action.BLOCK, "loop_guard.poll_budget",
+                f"Blocked: tool '{call.tool}' has been polled with identical parameters {span}, past the poll "
+                "budget. Stop polling and try a different approach.",
+                data,
+            )
+        warn = None
+        if not self._warned and warn_at is not None and calls >= warn_at:
+            self._warned = True
+            warn = f"{calls} times"
+        elif not self._ms_warned and s.poll_warn_ms is not None and elapsed >= s.poll_warn_ms:
+            self._ms_warned = True
+            warn = f"for {elapsed // 1000} s"
+        if warn is None:
+            return None
+        return Verdict(
+            NAME, Action.WARN, "loop_guard.poll_budget_warning",
+            f"Warning: tool '{call.tool}' has been called with identical parameters {warn}. Its results change, "
+            "but consider whether repeating it will get you there; a more direct approach may.",
+            data,
+        )
+
+
+class UnchangedOutput:
+    """The same check (test, build, lint run, script) run again after edits, returning the same output.
+
+    Per identity: the digest of its last result, how many runs in a row returned it with at least one edit
+    before each, and the edit count at the first of them. A run with another output starts over; a run with
+    no edit since the previous one is the consecutive rule's business and is not counted.
+    """
+
+    __slots__ = ("_checks", "_settings", "edits", "run")
+
+    def __init__(self, settings: Settings, run: RunContext) -> None:
+        self._settings = settings
+        self.run = run
+        self.edits = 0  # edits that ran so far in this run
+        # identity -> [digest, runs with that output, edits at the last run, edits at the first, warnings]
+        self._checks: LRUMap[str, list[int]] = LRUMap(settings.max_keys)
+
+    def clear(self) -> None:
+        self._checks.clear()
+
+    def after(self, call: ToolCall, identity: str, result: ToolResult) -> Verdict | None:
+        """Note a call that ran; a warning when a check's output stayed the same across enough edits."""
+        effect = self.run.target(call).effect
+        if effect in _EDIT_EFFECTS:
+            if result.ok:
+                self.edits += 1
+            return None
+        if effect not in _CHECK_EFFECTS or self.run.kind(call) != "action":
+            return None
+        if result.text is None and result.error is None:  # no output recorded: nothing to compare
+            return None
+        digest = result_digest(result)
+        edits = self.edits
+        entry = self._checks.get(identity)
+        if entry is None or entry[0] != digest:
+            self._checks[identity] = [digest, 1, edits, edits, 0]
+            return None
+        if entry[2] == edits:
+            return None
+        entry[1] += 1
+        entry[2] = edits
+        s = self._settings
+        threshold = s.unchanged_output_warn_at
+        if threshold is None or entry[1] < threshold or entry[4] >= s.max_warnings_per_call:
+            return None
+        entry[4] += 1
+        command = command_of(call, self.run)
+        runs, across = entry[1], edits - entry[3]
+        return Verdict(
+            NAME, Action.WARN, "loop_guard.unchanged_output",
+            f"Warning: '{command}' has returned the same output {runs} times, across {across} edits: the edits "
+            "have not changed its result. Reconsider the approach before editing again.",
+            {"tool": call.tool, "command": command, "runs": runs, "edits": across, "threshold": threshold},
+        )
