@@ -28,7 +28,15 @@ def run(args: argparse.Namespace) -> int:
         print_json({p.name: p.to_dict() for p in policies})
     else:
         out(presets_table(policies))
+        out("")
+        out(sources_text(policies))
     return EXIT_OK
+
+
+def sources_text(policies: Sequence[Policy]) -> str:
+    """Where each preset comes from (its YAML's `source`: the system, version and files it follows), a line each."""
+    width = max(len(p.name) for p in policies)
+    return "\n".join(f"{p.name:<{width}}  {p.source or '(a policy of your own: no source given)'}" for p in policies)
 
 
 def _setting_text(value: Any) -> str:

@@ -294,6 +294,15 @@ def test_presets_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
     assert detector[column["default"]] == "—"
 
 
+def test_presets_name_their_sources(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "presets", "cline", "crewai", "swe-agent", "roo")
+    assert status == 0
+    sources = {line.split()[0]: line for line in out.split("\n\n", 1)[1].splitlines()}
+    assert list(sources) == ["cline", "crewai", "swe-agent", "roo"]
+    assert "cline/cline @ 9ee618111d" in sources["cline"] and "crewAIInc/crewAI @ f4731f50" in sources["crewai"]
+    assert "SWE-agent/SWE-agent @ 3ea751c0" in sources["swe-agent"] and "v3.33.1" in sources["roo"]
+
+
 def test_presets_named_and_alias(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "presets", "spacebot", "hermes")
     assert status == 0
