@@ -75,11 +75,13 @@ def test_huge_numbers_replay_without_overflow() -> None:
 def test_numeric_settings_at_their_edges(setting: str, low: int) -> None:
     # every number lies in [0, MAX_SETTING]; an engine may raise the lower end (a ring of at least 1)
     engine, name = setting.split(".")
-    assert getattr(resolve_policy({engine: {name: MAX_SETTING}}).settings(engine), name) == MAX_SETTING
-    assert getattr(resolve_policy({engine: {name: low}}).settings(engine), name) == low
+    # a warning stage needs room below the block stage (warn_at < block_at): no block stage here
+    other = {"block_at": None} if setting == "loop_guard.warn_at" else {}
+    assert getattr(resolve_policy({engine: {name: MAX_SETTING, **other}}).settings(engine), name) == MAX_SETTING
+    assert getattr(resolve_policy({engine: {name: low, **other}}).settings(engine), name) == low
     for bad in (MAX_SETTING + 1, low - 1, float("nan"), float("inf"), float("-inf")):
         with pytest.raises(PolicyError) as info:
-            resolve_policy({engine: {name: bad}})
+            resolve_policy({engine: {name: bad, **other}})
         assert info.value.field == setting, bad
 
 
@@ -122,7 +124,7 @@ def presets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def chain(folder: Path, length: int) -> str:
     """Presets p0 … p(length-1), each extending the next; returns the first one's name."""
-    (folder / f"p{length - 1}.yaml").write_text("engines: {loop_guard: {warn_at: 7}}\n")
+    (folder / f"p{length - 1}.yaml").write_text("engines: {loop_guard: {warn_at: 7, block_at: 9}}\n")
     for i in range(length - 1):
         (folder / f"p{i}.yaml").write_text(f"extends: p{i + 1}\nengines: {{}}\n")
     return "p0"

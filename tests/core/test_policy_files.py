@@ -153,8 +153,8 @@ def test_a_failure_is_not_kept(repo: Path) -> None:
     with resolving_once({}):
         with pytest.raises(PolicyError, match="not found"):
             resolve_policy("late.yaml", base_dir=repo)
-        write(repo / "late.yaml", "preset: default\nloop_guard: {warn_at: 6}\n")
-        assert resolve_policy("late.yaml", base_dir=repo).settings("loop_guard").warn_at == 6
+        write(repo / "late.yaml", "preset: default\nloop_guard: {warn_at: 4}\n")
+        assert resolve_policy("late.yaml", base_dir=repo).settings("loop_guard").warn_at == 4
 
 
 def test_run_paths_reads_a_shared_policy_file_once_with_the_same_results(

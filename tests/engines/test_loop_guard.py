@@ -16,6 +16,7 @@ import pytest
 from pytest_loopguard import Guard, ReplayResult, ToolCall, ToolResult, replay, resolve_policy
 from pytest_loopguard.core._expect import check
 from pytest_loopguard.core._model import Message
+from pytest_loopguard.errors import PolicyError
 from pytest_loopguard.io._format import load, trace_from_mapping
 
 # Only loop_guard runs in these tests: another engine's verdict (or a block that changes what loop_guard
@@ -624,3 +625,13 @@ def test_identical_outcome_blocks_name_each_calls_own_tool_and_count() -> None:
         guard.end_turn()
     assert blocks == [[("loop_guard.identical_outcome", "fetch", 2)]] * 2 + [
         [("loop_guard.identical_outcome", "lookup", 2)], [("loop_guard.identical_outcome", "fetch", 2)]]
+
+
+@pytest.mark.parametrize("warn_at", [6, 9])
+def test_a_warning_past_the_block_is_refused_in_one_line(warn_at: int) -> None:
+    # issue 26: `warn_at: 6` on `default` (block_at 5) was accepted and its warning stage silently never came
+    with pytest.raises(PolicyError) as info:
+        resolve_policy({"preset": "default", "loop_guard": {"warn_at": warn_at}})
+    assert info.value.field == "loop_guard.warn_at"
+    assert f"expected at most block_at (5), got {warn_at}" in str(info.value)
+    assert resolve_policy({"preset": "default", "loop_guard": {"warn_at": 6, "block_at": None}})  # no block: fine

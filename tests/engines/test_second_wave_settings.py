@@ -4,12 +4,11 @@ naming the setting, the defaults leave every earlier preset as it was, and the n
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from pytest_loopguard import PolicyError, replay, resolve_policy
-from pytest_loopguard.core._runcontext import RunContext
+from pytest_loopguard import Guard, PolicyError, replay, resolve_policy
 from pytest_loopguard.engines.failure_tracker import Settings as FailureSettings
 from pytest_loopguard.engines.loop_guard import LoopGuard
 from pytest_loopguard.engines.loop_guard import Settings as LoopSettings
@@ -76,7 +75,7 @@ def test_kilo_is_opencode() -> None:
 
 
 def test_the_turn_hook_is_idle_unless_the_count_lives_in_a_turn() -> None:
-    run = cast(RunContext, None)  # the engine keeps it and reads it only per event
+    run = Guard(resolve_policy("default")).run  # a run context: the engine reads its tool table when built
     assert "loopguard_turn_start" in LoopGuard(LoopSettings(), run).idle_hooks()
     assert not LoopGuard(LoopSettings(count_scope="turn"), run).idle_hooks()
 
