@@ -148,8 +148,9 @@ IDENTITIES: Final[Mapping[str, Callable[[Mapping[str, Any]], str]]] = {
 _SAFE_INTEGER: Final = 2**53
 # in a key: a character JavaScript sorts otherwise than Python (a UTF-16 surrogate sorts below U+E000..U+FFFF)
 # or escapes (a lone surrogate)
-_JS_SORTS_OTHERWISE: Final = re.compile("[\ud800-\U0010ffff]")
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+# (the ranges built with chr(): the compiled build's mypyc takes no surrogate in a string literal)
+_JS_SORTS_OTHERWISE: Final = re.compile(f"[{chr(0xD800)}-{chr(0x10FFFF)}]")
+_SURROGATE: Final = re.compile(f"[{chr(0xD800)}-{chr(0xDFFF)}]")
 
 
 def is_flat(args: Mapping[str, Any]) -> bool:

@@ -96,11 +96,6 @@ class Settings(EngineSettings):
                  "poll_idle_warn_at", "poll_idle_block_at", "progress_warn_at", "progress_block_at")
         at_least(self, 2, "unchanged_output_warn_at")
         at_least(self, 0, "max_warnings_per_call", "outcome_block_threshold")
-        if self.warn_at is not None and self.block_at is not None and self.warn_at > self.block_at:
-            # the block comes first at every count, so the warning stage would silently never be given
-            raise SettingError("warn_at", f"expected at most block_at ({self.block_at}), got {self.warn_at}: the "
-                                          "call is blocked before it could be warned; lower warn_at, raise block_at, "
-                                          "or set warn_at: null for no warning stage")
         action: object = self.warn_action
         if type(action) is not Action:  # a plain name, from code (a policy file's is the member already)
             if not isinstance(action, str) or action not in (Action.WARN, Action.BLOCK):

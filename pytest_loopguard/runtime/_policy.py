@@ -296,10 +296,22 @@ def _resolve(spec: Any, base_dir: Path | None, root: Path | None) -> Policy:
     if isinstance(spec, str):
         path = _policy_file(spec, base_dir, root)
         raw = _read_mapping(path, "a policy file")
-        return _from_mapping(raw, source=str(path), default_name=path.stem)
+        return _warning_reachable(_from_mapping(raw, source=str(path), default_name=path.stem), str(path))
     if isinstance(spec, Mapping):
-        return _from_mapping(spec, source=None, default_name=None)
+        return _warning_reachable(_from_mapping(spec, source=None, default_name=None), None)
     raise PolicyError(f"expected a preset name, a policy file, a mapping or a Policy, got {type(spec).__name__}")
+
+
+def _warning_reachable(policy: Policy, source: str | None) -> Policy:
+    """A policy someone wrote whose loop_guard warns only after it blocks never warns: say so rather than drop the
+    warning stage silently. (A sweep's values are not checked: sweeping warn_at past block_at is a fair question.)"""
+    if policy.enabled("loop_guard"):
+        s = policy.settings("loop_guard")
+        if s.warn_at is not None and s.block_at is not None and s.warn_at > s.block_at:
+            raise PolicyError(f"expected at most block_at ({s.block_at}), got {s.warn_at}: the call is blocked "
+                              "before it could be warned; lower warn_at, raise block_at, or set warn_at: null for no "
+                              "warning stage", field="loop_guard.warn_at", source=source)
+    return policy
 
 
 def _from_mapping(raw: Mapping[str, Any], *, source: str | None, default_name: str | None) -> Policy:
