@@ -46,6 +46,20 @@ def check(args: argparse.Namespace) -> None:
         raise LoopguardError("--scheduler ADDRESS is a Dask scheduler: give --backend dask with it")
 
 
+def run_checked(body: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """`body(args)` once the backend options are checked; a batch whose worker kept dying is one line, exit 3 (a
+    worker killed, out of memory say, rather than a bug: no "please report it")."""
+    from ._common import EXIT_INTERNAL, error
+    from ._jobs import WorkerLost
+
+    check(args)
+    try:
+        return body(args)
+    except WorkerLost as exc:
+        error(exc)
+        return EXIT_INTERNAL
+
+
 def batched(items: Sequence[T], workers: int, low: int, high: int, per_worker: int = 8) -> list[Sequence[T]]:
     """`items` in batches of about len/(workers × per_worker), within low..high items each."""
     size = max(low, min(high, -(-len(items) // (max(1, workers) * per_worker))))

@@ -16,11 +16,9 @@ from typing import TYPE_CHECKING, Final
 
 from ._common import (
     EXIT_BAD_INPUT,
-    EXIT_INTERNAL,
     EXIT_MISMATCH,
     EXIT_OK,
     err,
-    error,
     out,
     report_errors,
     validate_traces,
@@ -121,15 +119,9 @@ def _lines(args: argparse.Namespace, traces: list[Trace], check: Check) -> Itera
 
 
 def run(args: argparse.Namespace) -> int:
-    from ._backend import check
-    from ._jobs import WorkerLost
+    from ._backend import run_checked
 
-    check(args)
-    try:
-        return _conform(args)
-    except WorkerLost as exc:  # a worker killed (out of memory?) rather than a bug: no "please report it"
-        error(exc)
-        return EXIT_INTERNAL
+    return run_checked(_conform, args)
 
 
 def _conform(args: argparse.Namespace) -> int:

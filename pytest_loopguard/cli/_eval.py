@@ -11,7 +11,7 @@ import argparse
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from ._common import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK, err, error
+from ._common import EXIT_BAD_INPUT, EXIT_OK, err, error
 
 if TYPE_CHECKING:
     from ..eval._runs import ScoredRun
@@ -70,15 +70,9 @@ def _replays(args: argparse.Namespace, runs: list[ScoredRun], policies: list[Pol
 
 def run(args: argparse.Namespace) -> int:
     """Load runs (and labels), score each policy, print the tables or JSON; 2 on bad input, 3 on a lost batch."""
-    from ._backend import check
-    from ._jobs import WorkerLost
+    from ._backend import run_checked
 
-    check(args)
-    try:
-        return _score(args)
-    except WorkerLost as exc:  # a worker killed (out of memory?) rather than a bug: no "please report it"
-        error(exc)
-        return EXIT_INTERNAL
+    return run_checked(_score, args)
 
 
 def _score(args: argparse.Namespace) -> int:
