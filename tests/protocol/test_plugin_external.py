@@ -68,11 +68,12 @@ def test_serve_behind_the_pipe_passes_what_default_passes(project: pytest.Pytest
 @pytest.mark.slow
 def test_one_guard_process_per_worker_and_none_left(project: pytest.Pytester, tmp_path: Path) -> None:
     hellos = tmp_path / "hellos"
-    result = project.runpytest("-p", "no:cacheprovider", "-n", "2", "--loopguard-policy",
+    # `--dist load` sends each of the 2 workers 2 of the 5 items at once: both run items
+    result = project.runpytest("-p", "no:cacheprovider", "-n", "2", "--dist", "load", "--loopguard-policy",
                                flow(external(counting(hellos), timeout_s=10)), "traces/loop_guard")
     result.assert_outcomes(passed=3, failed=2)  # the roo and goose traces' expectations are not default's verdicts
     started = pids(hellos)
-    assert 1 <= len(started) <= 2 and len(set(started)) == len(started)  # a process per worker, reused
+    assert len(started) == 2 and len(set(started)) == 2  # one process per worker, reused for its items
     for pid in started:
         assert_gone(pid)  # the workers ended theirs as they exited
 
