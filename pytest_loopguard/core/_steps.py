@@ -1,14 +1,29 @@
-"""A trace's events: what a step carries (a tool call and its result, a model call, a message, ...) and one frozen
-class per step kind, `Step` being their union."""
+"""A trace's events: one frozen class per step kind, `Step` being their union, and `make_step`; what a step
+carries (`core._payloads`) is re-exported here."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeAlias, final
 
-from ._identity import canonical_json, ordered_args_json
+from ._frozen import Frozen, frozen_identity
+from ._payloads import (
+    CHANGED_ONLY,
+    OK,
+    Compaction,
+    Done,
+    LLMCall,
+    Message,
+    NotRun,
+    Origin,
+    Rejected,
+    StepExpect,
+    StepSource,
+    ToolCall,
+    ToolResult,
+)
 
 __all__ = [
     "DENIED_BY",
@@ -43,7 +58,6 @@ __all__ = [
 ]
 
 StepKind = Literal["tool", "llm", "phase", "message", "done", "rejected", "compacted"]
-Origin = Literal["user", "harness", "agent"]
 
 PHASES: Final = ("explore", "act", "verify", "recover", "done")
 STEP_KINDS: Final = ("tool", "llm", "phase", "message", "done", "rejected", "compacted")
@@ -53,193 +67,11 @@ ORIGINS: Final = ("user", "harness", "agent")
 NOT_RUN_HOWS: Final = ("denied", "cancelled", "blocked")
 DENIED_BY: Final = ("user", "rule")
 TRIGGERS: Final = ("auto", "manual")
+_set: Final = object.__setattr__  # a frozen class's __init__ sets its slots past its own __setattr__
 
 
-@final
-class ToolCall:
-    """A tool call and its identities, computed once per call so engines never re-serialise arguments.
-
-    The canonical identity is computed when the call is built; the as-written one (`ordered`, used by
-    `identity: ordered` and for display) on first use, since most runs never ask for it. Treat a call
-    as immutable: identities are cached on it.
-    """
-
-    __slots__ = ("_ordered", "args", "canonical", "fingerprint", "tool")
-
-    def __init__(self, tool: str, args: Mapping[str, Any], canonical: str, ordered: str | None = None) -> None:
-        self.tool = tool
-        self.args = args
-        self.canonical = canonical  # canonical JSON of args
-        self.fingerprint = tool + "\x1f" + canonical  # tool + canonical
-        self._ordered = ordered
-
-    @classmethod
-    def of(cls, tool: str, args: Mapping[str, Any] | None = None) -> ToolCall:
-        a: Mapping[str, Any] = dict(args) if args else {}
-        return cls(tool, a, canonical_json(a))
-
-    @property
-    def ordered(self) -> str:
-        """The compact JSON of the arguments as written (key order kept, `1.0` is not `1`)."""
-        if self._ordered is None:
-            self._ordered = ordered_args_json(self.args, canonical=self.canonical)
-        return self._ordered
-
-    @property
-    def ordered_fingerprint(self) -> str:
-        """Tool + the as-written arguments."""
-        return self.tool + "\x1f" + self.ordered
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ToolCall) and other.ordered_fingerprint == self.ordered_fingerprint
-
-    def __hash__(self) -> int:
-        return hash(self.ordered_fingerprint)
-
-    def __repr__(self) -> str:
-        return f"ToolCall({self.tool}{self.ordered if self.args else ''})"
-
-    def short(self, width: int = 60) -> str:
-        """A one-line rendering for tables: `tool {"a":1}` cut to `width`."""
-        text = self.tool if not self.args else f"{self.tool} {self.ordered}"
-        return text if len(text) <= width else text[: width - 1] + "…"
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """The result of a tool call: ok with optional text/tokens/bytes, or an error message.
-
-    `exit_code` is the process's exit status where the tool reports one; the loader already folded it
-    into `ok` (a non-zero code with neither `ok` nor `error` written is a failure), so engines that only
-    care about success read `ok`, and the few that read the code itself find it here.
-    """
-
-    ok: bool = True
-    text: str | None = None
-    error: str | None = None
-    tokens: int | None = None
-    bytes: int | None = None
-    changed: bool = False
-    exit_code: int | None = None
-
-    @property
-    def result_text(self) -> str | None:
-        """`text`, or `error` for a failed call; None when the result has neither."""
-        return self.text if self.ok else (self.error if self.error is not None else self.text)
-
-    @classmethod
-    def failure(cls, error: str) -> ToolResult:
-        return cls(ok=False, error=error)
-
-
-OK: Final = ToolResult()
-CHANGED_ONLY: Final = ToolResult(changed=True)  # all a call that never ran may hold: its file changed before it
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class LLMCall:
-    """One call to the model: token counts, or the error the provider returned."""
-
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    error: str | None = None
-    text: str | None = None
-
-    @property
-    def failed(self) -> bool:
-        return self.error is not None
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class Message:
-    """A message in the conversation; `origin` says who wrote a user-role one (a person, the harness, an agent).
-
-    `origin` is None for system and assistant messages unless a log says otherwise; `name` names the
-    other agent when `origin` is `agent`.
-    """
-
-    role: Literal["user", "system", "assistant"]
-    text: str = ""
-    origin: Origin | None = None
-    name: str | None = None
-
-    @property
-    def from_user(self) -> bool:
-        """A person's prompt: role user, origin user (the default). Only these reset engines per prompt."""
-        return self.role == "user" and self.origin in (None, "user")
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class Rejected:
-    """A model turn the harness refused (no usable call): a turn with no accepted call."""
-
-    reason: str
-    text: str | None = None
-    llm: LLMCall | None = None  # the turn's model usage, counted as an `llm` step's
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class NotRun:
-    """Why a call the agent made never ran: `denied` (by a person, `user`, or a permission `rule`),
-    `cancelled` (another call of its batch failed first) or `blocked` (the recording's policy blocked it live;
-    `reason` is the blocking verdict's reason code). Such a call has no result: a replay whose policy lets a
-    blocked one run has none to feed (`ReplayResult.unknown_results`)."""
-
-    how: Literal["denied", "cancelled", "blocked"]
-    reason: str
-    by: Literal["user", "rule"] | None = None  # who denied it; a cancelled call names no one
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class Compaction:
-    """The log's own compaction event: the real agent compacted its context here (`trigger` auto or manual,
-    `tokens_before` the context's size before, `text` the summary that replaced it)."""
-
-    trigger: Literal["auto", "manual"] | None = None
-    tokens_before: int | None = None
-    text: str | None = None
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class StepSource:
-    """Where an imported step came from: the log file, its JSONL row (or None), its index there."""
-
-    file: str
-    row: int | None = None
-    index: int | str | None = None
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class Done:
-    success: bool | None = None
-    text: str = ""
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class StepExpect:
-    """A step expectation: the combined action, and optionally a verdict that must be present."""
-
-    action: str  # an Action or "not_reached"
-    engine: str | None = None
-    reason: str | None = None
-    message: str | None = None  # substring of the verdict's message
-    data: Mapping[str, Any] | None = None  # subset of the verdict's data
-    short: bool = True  # written as a bare action string
-    # the agent heeds the step's warning or block: none of its next this-many calls repeats the step's call
-    heeded_within: int | None = None
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class _StepFields:
+@frozen_identity
+class _StepFields(Frozen):
     """The fields every step kind has: its place in the trace, what the trace expects of it, when it happened.
 
     `agent` names the acting agent in multi-agent logs; `source` points into the log the step was
@@ -255,6 +87,17 @@ class _StepFields:
     agent: str | None = None
     source: StepSource | None = None
 
+    def __init__(self, index: int, *, expect: StepExpect | None = None, t: int | None = None,
+                 line: int | None = None, extensions: Mapping[str, Any] | None = None, agent: str | None = None,
+                 source: StepSource | None = None) -> None:
+        _set(self, "index", index)
+        _set(self, "expect", expect)
+        _set(self, "t", t)
+        _set(self, "line", line)
+        _set(self, "extensions", {} if extensions is None else extensions)
+        _set(self, "agent", agent)
+        _set(self, "source", source)
+
 
 # Each kind's class carries its own payload as a required field and reads None for the payloads of the
 # other kinds (class attributes, no storage), so code written against the one-class `Step` (`step.call`,
@@ -264,7 +107,7 @@ class _StepFields:
 
 
 @final
-@dataclass(frozen=True, slots=True, eq=False)
+@frozen_identity
 class ToolStep(_StepFields):
     """A tool call and its recorded result (None: not recorded, treated as a plain success), or why it never
     ran (`not_run`: denied or cancelled; then it has no result)."""
@@ -279,6 +122,22 @@ class ToolStep(_StepFields):
     done: ClassVar[None] = None
     rejected: ClassVar[None] = None
     compacted: ClassVar[None] = None
+
+    def __init__(self, index: int, call: ToolCall, result: ToolResult | None = None, not_run: NotRun | None = None,
+                 *, expect: StepExpect | None = None, t: int | None = None,
+                 line: int | None = None, extensions: Mapping[str, Any] | None = None, agent: str | None = None,
+                 source: StepSource | None = None) -> None:
+        _set(self, "index", index)
+        _set(self, "call", call)
+        _set(self, "result", result)
+        _set(self, "not_run", not_run)
+        _set(self, "kind", "tool")
+        _set(self, "expect", expect)
+        _set(self, "t", t)
+        _set(self, "line", line)
+        _set(self, "extensions", {} if extensions is None else extensions)
+        _set(self, "agent", agent)
+        _set(self, "source", source)
 
     @property
     def outcome(self) -> ToolResult:
@@ -295,7 +154,7 @@ class ToolStep(_StepFields):
 
 
 @final
-@dataclass(frozen=True, slots=True, eq=False)
+@frozen_identity
 class LLMStep(_StepFields):
     """A call to the model."""
 
@@ -310,13 +169,26 @@ class LLMStep(_StepFields):
     compacted: ClassVar[None] = None
     not_run: ClassVar[None] = None
 
+    def __init__(self, index: int, llm: LLMCall, *, expect: StepExpect | None = None, t: int | None = None,
+                 line: int | None = None, extensions: Mapping[str, Any] | None = None, agent: str | None = None,
+                 source: StepSource | None = None) -> None:
+        _set(self, "index", index)
+        _set(self, "llm", llm)
+        _set(self, "kind", "llm")
+        _set(self, "expect", expect)
+        _set(self, "t", t)
+        _set(self, "line", line)
+        _set(self, "extensions", {} if extensions is None else extensions)
+        _set(self, "agent", agent)
+        _set(self, "source", source)
+
     def label(self, width: int = 60) -> str:
         """How the step reads in a table."""
         return f"llm error: {self.llm.error}"[:width] if self.llm.error else "llm"
 
 
 @final
-@dataclass(frozen=True, slots=True, eq=False)
+@frozen_identity
 class PhaseStep(_StepFields):
     """The agent entering a phase (one of `PHASES`)."""
 
@@ -331,13 +203,26 @@ class PhaseStep(_StepFields):
     compacted: ClassVar[None] = None
     not_run: ClassVar[None] = None
 
+    def __init__(self, index: int, phase: str, *, expect: StepExpect | None = None, t: int | None = None,
+                 line: int | None = None, extensions: Mapping[str, Any] | None = None, agent: str | None = None,
+                 source: StepSource | None = None) -> None:
+        _set(self, "index", index)
+        _set(self, "phase", phase)
+        _set(self, "kind", "phase")
+        _set(self, "expect", expect)
+        _set(self, "t", t)
+        _set(self, "line", line)
+        _set(self, "extensions", {} if extensions is None else extensions)
+        _set(self, "agent", agent)
+        _set(self, "source", source)
+
     def label(self, width: int = 60) -> str:
         """How the step reads in a table."""
         return f"phase {self.phase}"
 
 
 @final
-@dataclass(frozen=True, slots=True, eq=False)
+@frozen_identity
 class MessageStep(_StepFields):
     """A message in the conversation."""
 
@@ -352,6 +237,19 @@ class MessageStep(_StepFields):
     compacted: ClassVar[None] = None
     not_run: ClassVar[None] = None
 
+    def __init__(self, index: int, message: Message, *, expect: StepExpect | None = None, t: int | None = None,
+                 line: int | None = None, extensions: Mapping[str, Any] | None = None, agent: str | None = None,
+                 source: StepSource | None = None) -> None:
+        _set(self, "index", index)
+        _set(self, "message", message)
+        _set(self, "kind", "message")
+        _set(self, "expect", expect)
+        _set(self, "t", t)
+        _set(self, "line", line)
+        _set(self, "extensions", {} if extensions is None else extensions)
+        _set(self, "agent", agent)
+        _set(self, "source", source)
+
     def label(self, width: int = 60) -> str:
         """How the step reads in a table."""
         m = self.message
@@ -360,7 +258,7 @@ class MessageStep(_StepFields):
 
 
 @final
-@dataclass(frozen=True, slots=True, eq=False)
+@frozen_identity
 class DoneStep(_StepFields):
     """The agent declaring the task done."""
 
@@ -375,13 +273,26 @@ class DoneStep(_StepFields):
     compacted: ClassVar[None] = None
     not_run: ClassVar[None] = None
 
+    def __init__(self, index: int, done: Done, *, expect: StepExpect | None = None, t: int | None = None,
+                 line: int | None = None, extensions: Mapping[str, Any] | None = None, agent: str | None = None,
+                 source: StepSource | None = None) -> None:
+        _set(self, "index", index)
+        _set(self, "done", done)
+        _set(self, "kind", "done")
+        _set(self, "expect", expect)
+        _set(self, "t", t)
+        _set(self, "line", line)
+        _set(self, "extensions", {} if extensions is None else extensions)
+        _set(self, "agent", agent)
+        _set(self, "source", source)
+
     def label(self, width: int = 60) -> str:
         """How the step reads in a table."""
         return "done"
 
 
 @final
-@dataclass(frozen=True, slots=True, eq=False)
+@frozen_identity
 class RejectedStep(_StepFields):
     """A model turn the harness refused."""
 
@@ -396,13 +307,26 @@ class RejectedStep(_StepFields):
     compacted: ClassVar[None] = None
     not_run: ClassVar[None] = None
 
+    def __init__(self, index: int, rejected: Rejected, *, expect: StepExpect | None = None, t: int | None = None,
+                 line: int | None = None, extensions: Mapping[str, Any] | None = None, agent: str | None = None,
+                 source: StepSource | None = None) -> None:
+        _set(self, "index", index)
+        _set(self, "rejected", rejected)
+        _set(self, "kind", "rejected")
+        _set(self, "expect", expect)
+        _set(self, "t", t)
+        _set(self, "line", line)
+        _set(self, "extensions", {} if extensions is None else extensions)
+        _set(self, "agent", agent)
+        _set(self, "source", source)
+
     def label(self, width: int = 60) -> str:
         """How the step reads in a table."""
         return f"rejected: {self.rejected.reason}"[:width]
 
 
 @final
-@dataclass(frozen=True, slots=True, eq=False)
+@frozen_identity
 class CompactedStep(_StepFields):
     """Where the real agent compacted its context (the log's own event): no engine hears it, reports show it."""
 
@@ -416,6 +340,19 @@ class CompactedStep(_StepFields):
     done: ClassVar[None] = None
     rejected: ClassVar[None] = None
     not_run: ClassVar[None] = None
+
+    def __init__(self, index: int, compacted: Compaction, *, expect: StepExpect | None = None, t: int | None = None,
+                 line: int | None = None, extensions: Mapping[str, Any] | None = None, agent: str | None = None,
+                 source: StepSource | None = None) -> None:
+        _set(self, "index", index)
+        _set(self, "compacted", compacted)
+        _set(self, "kind", "compacted")
+        _set(self, "expect", expect)
+        _set(self, "t", t)
+        _set(self, "line", line)
+        _set(self, "extensions", {} if extensions is None else extensions)
+        _set(self, "agent", agent)
+        _set(self, "source", source)
 
     def label(self, width: int = 60) -> str:
         """How the step reads in a table: `compacted (auto, 155,000 tokens)`."""

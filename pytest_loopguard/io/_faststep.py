@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Final
 
+from ..core._frozen import Frozen
 from ..core._identity import canonical_json, flat_canonical_json
 from ..core._limits import MAX_INT, MAX_SETTING, MAX_STRING
 from ..core._model import (
@@ -283,7 +284,9 @@ _LLM_FIELDS: Final = ("input_tokens", "output_tokens", "error", "text")
 def _twinnable(cls: type, names: tuple[str, ...], inherited: tuple[str, ...] = ()) -> bool:
     """Whether `cls` adds exactly the slots `names` to its base's (False: a compiled class); its fields must be
     `inherited` + `names`."""
-    fields = tuple(f.name for f in dataclasses.fields(cls))
+    fields: tuple[str, ...] | None = getattr(cls, "_fields", None)  # a frozen class's (core._frozen): no view made
+    if fields is None:
+        fields = tuple(f.name for f in dataclasses.fields(cls))
     if fields != inherited + names:  # a model change: the builders below must set the new field too
         raise RuntimeError(f"faststep builds {cls.__name__} with fields {inherited + names}, the model has {fields}")
     return getattr(cls, "__slots__", None) == names
@@ -339,8 +342,14 @@ class _LLMStepTwin(_TwinBase):  # type: ignore[misc]
         self.source = source
 
 
-class _ResultTwin:
+# a payload's twin derives from the frozen base, as its class does (the same layout for the __class__ assignment)
+_FrozenBase: Any = Frozen
+
+
+class _ResultTwin(_FrozenBase):  # type: ignore[misc]  # an Any base, as the steps' twins
     __slots__ = _RESULT_FIELDS
+    __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__
 
     def __init__(self, ok: bool, text: str | None, error: str | None, tokens: int | None, size: int | None,
                  changed: bool, code: int | None) -> None:
@@ -353,8 +362,10 @@ class _ResultTwin:
         self.exit_code = code
 
 
-class _LLMTwin:
+class _LLMTwin(_FrozenBase):  # type: ignore[misc]
     __slots__ = _LLM_FIELDS
+    __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__
 
     def __init__(self, input_tokens: int | None, output_tokens: int | None, error: str | None,
                  text: str | None) -> None:
