@@ -79,6 +79,18 @@ class Registry(Generic[P]):
             cls = self._loaded[name] = getattr(importlib.import_module(module), attribute)
         return cls
 
+    def get(self, name: str) -> type[P] | None:
+        """The class known as `name`, or None. A built-in or registered name is answered without reading the
+        entry points (an entry point may not take a built-in's name; reading them costs importlib.metadata and a
+        scan of every installed distribution, tens of ms); any other name reads them, once, as `classes()` does."""
+        cls = self._added.get(name)
+        if cls is None and name in self._builtins:
+            return self._builtin(name)
+        if cls is None and self._installed is None:
+            self.classes()
+            cls = self._added.get(name)
+        return cls
+
     def classes(self) -> dict[str, type[P]]:
         """Every known class by name: the built-ins in their order (or what replaced them), then the installed
         and registered ones in the order they came. The entry points are read at the first call."""

@@ -17,7 +17,7 @@ import pluggy
 
 from ..core import hookspecs
 from ..core._model import Verdict
-from ..engines import Engine, registry
+from ..engines import ENGINES, Engine
 from ..engines.base import registry_version
 
 if TYPE_CHECKING:
@@ -151,10 +151,9 @@ class Plan:
     __slots__ = ("engines", "layouts", "policy", "version", "viewless")
 
     def __init__(self, policy: Policy) -> None:
-        known = registry()
         self.policy = policy  # held so the `id` it is cached under stays this policy's
-        self.version = registry_version()  # the registry as read (its first read registers the built-ins)
-        self.engines = tuple((known[name], settings) for name, settings in policy.engines.items())
+        self.engines = tuple((_engine_class(name), settings) for name, settings in policy.engines.items())
+        self.version = registry_version()  # the registry as read (a look-up may have read the entry points)
         self.viewless = all(cls.name in _VIEWLESS for cls, _ in self.engines)
         # idle hooks come from each engine's settings; an engine may also decide per run, so the layout is
         # kept per combination the runs answered (one, for every built-in engine)
@@ -169,6 +168,13 @@ class Plan:
         else:
             layout = layouts[idle] = _layout(engines)
         return None if layout is None else direct_events(engines, layout)
+
+
+def _engine_class(name: str) -> type[Engine]:
+    cls = ENGINES.get(name)
+    if cls is None:  # a policy names only engines it found; one unregistered since cannot be built
+        raise KeyError(name)
+    return cls
 
 
 _PLANS: dict[int, Plan] = {}

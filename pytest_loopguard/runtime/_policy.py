@@ -29,7 +29,7 @@ from typing import Any, Final, Literal, final, get_args, get_origin, get_type_hi
 from ..core._classify import Classifier, ToolRule, parse_rules
 from ..core._limits import MAX_EXTENDS, MAX_SETTING, MAX_SETTING_ITEMS
 from ..core._safeload import parse_yaml, read_text
-from ..engines import ENGINE_ORDER, registry
+from ..engines import ENGINE_ORDER, ENGINES, registry
 from ..engines.base import SettingError
 from ..errors import PolicyError, TraceError, brief
 
@@ -340,16 +340,17 @@ def _from_mapping(raw: Mapping[str, Any], *, source: str | None, default_name: s
 
 
 def _apply(base: Policy, overrides: Mapping[str, Any], *, name: str, source: str | None) -> Policy:
-    known = registry()
     engines = dict(base.engines)
     for engine, value in overrides.items():
-        if engine not in known:
+        found = ENGINES.get(engine) if isinstance(engine, str) else None
+        if found is None:
+            known = registry()
             raise PolicyError(
                 f"unknown engine {brief(engine)}{_meant(engine, known)}; known engines: {', '.join(sorted(known))}",
                 field=str(engine),
                 source=source,
             )
-        settings_cls = known[engine].Settings
+        settings_cls = found.Settings
         if value is False or value is None:
             engines.pop(engine, None)
             continue

@@ -4,6 +4,7 @@ a version that moves with every change, and entry points read once until `refres
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,3 +84,37 @@ def test_the_engine_registry_is_this_registry() -> None:
     assert registry() == ENGINES.classes()
     assert register_engine == ENGINES.register  # the older name, kept
     assert [cls.name for cls in ENGINES.builtins()] == [*ENGINE_ORDER, "external"]
+
+
+def test_get_answers_built_in_and_registered_names_without_reading_the_entry_points(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.metadata
+
+    reads: list[str] = []
+    real = importlib.metadata.entry_points
+
+    def counted(**kwargs: Any) -> Any:
+        reads.append(kwargs.get("group", ""))
+        return real(**kwargs)
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", counted)
+    reg = fresh()
+    assert reg.get("read_tracker") is ReadTracker and reads == []
+    reg.register(OtherLoopGuard)
+    assert reg.get("loop_guard") is OtherLoopGuard and reads == []  # what code registered wins, as in classes()
+    assert reg.get("nowhere") is None and reads == [GROUP]  # an unknown name reads them, once
+    assert reg.get("nowhere") is None and reg.get("mine") is None and reads == [GROUP]
+    assert reg.get("read_tracker") is reg.classes()["read_tracker"]
+
+
+def test_a_built_in_policy_never_imports_importlib_metadata() -> None:
+    # reading the entry points imports importlib.metadata (email, zipfile, csv, ...) and scans every installed
+    # distribution: tens of ms an agent embedding the Guard, and `loopguard run` on a built-in policy, never need
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom pytest_loopguard import Guard, Session, resolve_policy\n"
+              "for name in ('default', 'roo', 'hermes', 'cline'):\n    Guard(resolve_policy(name))\n"
+              "Session('default')\nprint('importlib.metadata' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr
