@@ -7,17 +7,18 @@ import random
 from pathlib import Path
 
 import pytest
+from bundled import bundled_traces
 
 from pytest_loopguard.bench._replay import synthetic_trace
 from pytest_loopguard.cli import _main as cli
 from pytest_loopguard.cli import _replay as replay_cmd
 from pytest_loopguard.cli import _timeline as timeline
 from pytest_loopguard.core._model import Step, StepExpect, Trace
-from pytest_loopguard.io._format import dump, validate_paths
+from pytest_loopguard.io._format import dump
 from pytest_loopguard.report import _console as console
 
 ROOT = Path(__file__).parents[2]
-CORPUS = [t for t in validate_paths([ROOT / "traces"])[0] if t.mode != "simulate"]
+CORPUS = list(bundled_traces())
 
 
 def both(path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,

@@ -10,6 +10,7 @@ registry imports by name: those load after the importing module has finished.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -101,7 +102,8 @@ def targets(module: str, is_package: bool, node: ast.Import | ast.ImportFrom) ->
         yield sub if sub in MODULES else target
 
 
-def runtime_imports() -> set[tuple[str, str]]:
+@functools.cache  # parsed when a test asks: not at collection, in every xdist worker
+def runtime_imports() -> frozenset[tuple[str, str]]:
     """(importer, imported) for every import between two modules that runs, at module level or in a function."""
     edges: set[tuple[str, str]] = set()
     for module, (path, is_package) in MODULES.items():
@@ -117,10 +119,7 @@ def runtime_imports() -> set[tuple[str, str]]:
                     visit(child)
 
         visit(ast.parse(path.read_text(encoding="utf-8")))
-    return edges
-
-
-IMPORTS = runtime_imports()
+    return frozenset(edges)
 
 
 def cycles(edges: set[tuple[str, str]]) -> list[list[str]]:
@@ -190,20 +189,21 @@ def test_every_module_is_placed_in_a_layer() -> None:
 
 
 def test_no_import_climbs_the_layers() -> None:
+    imports = runtime_imports()
     # it reads the imports it should: module level, inside a function, relative and absolute
-    assert ("pytest_loopguard.runtime._dispatch", "pytest_loopguard.engines") in IMPORTS
-    assert ("pytest_loopguard.io._runner", "loopguard_simulators.scenario") in IMPORTS  # inside a function
-    assert ("pytest_loopguard.pytest.plugin", "pytest_loopguard.pytest._fixtures") in IMPORTS
-    assert ("pytest_loopguard.report._document", "pytest_loopguard") in IMPORTS  # `from .. import __version__`
-    assert ("pytest_loopguard", "pytest_loopguard.live._session") not in IMPORTS  # under `if TYPE_CHECKING:` only
-    placed = [(a, b, layer_of(a), layer_of(b)) for a, b in IMPORTS]
+    assert ("pytest_loopguard.runtime._dispatch", "pytest_loopguard.engines") in imports
+    assert ("pytest_loopguard.io._runner", "loopguard_simulators.scenario") in imports  # inside a function
+    assert ("pytest_loopguard.pytest.plugin", "pytest_loopguard.pytest._fixtures") in imports
+    assert ("pytest_loopguard.report._document", "pytest_loopguard") in imports  # `from .. import __version__`
+    assert ("pytest_loopguard", "pytest_loopguard.live._session") not in imports  # under `if TYPE_CHECKING:` only
+    placed = [(a, b, layer_of(a), layer_of(b)) for a, b in imports]
     up = sorted(f"{a} ({la}) imports {b} ({lb})" for a, b, la, lb in placed
                 if la is not None and lb is not None and RANK[lb] > RANK[la])
     assert up == []
 
 
 def test_no_import_circle() -> None:
-    found = [" -> ".join(c) for c in cycles(IMPORTS)]
+    found = [" -> ".join(c) for c in cycles(set(runtime_imports()))]
     assert found == [], "import circles (function-level imports included):\n" + "\n".join(found)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bundled import bundled_traces
 
 from pytest_loopguard.core._model import (
     Done,
@@ -23,7 +24,7 @@ from pytest_loopguard.core._model import (
 )
 from pytest_loopguard.core.hookspecs import hookimpl
 from pytest_loopguard.engines.base import Engine, EngineSettings, register_engine
-from pytest_loopguard.io._format import loads, validate_paths
+from pytest_loopguard.io._format import loads
 from pytest_loopguard.runtime._guard import Turn
 from pytest_loopguard.runtime._policy import Policy, resolve_policy
 from pytest_loopguard.runtime._replay import Replayer, policy_for, replay, turn_plan
@@ -370,7 +371,7 @@ def test_verdicts_on_a_rejected_turn_land_on_its_step_and_can_end_the_run() -> N
     assert [s.action for s in result.steps] == ["allow", "allow", "stop", *["not_reached"] * 4]
 
 
-CORPUS = [t for t in validate_paths([ROOT / "traces"])[0] if t.mode != "simulate"]
+CORPUS = list(bundled_traces())
 
 
 @pytest.mark.parametrize("policy", [None, "default", "hermes-current"])

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bundled import bundled_traces
 
 from pytest_loopguard.bench._replay import synthetic_trace
 from pytest_loopguard.cli._corpus import run_paths
@@ -17,13 +18,13 @@ from pytest_loopguard.core._expect import check
 from pytest_loopguard.core._model import Message, Step, ToolCall, ToolResult, Trace
 from pytest_loopguard.errors import LoopguardWarning, NotATraceError, TraceError
 from pytest_loopguard.io import _jsonl as jsonl
-from pytest_loopguard.io._format import dump, load_file, validate_paths
+from pytest_loopguard.io._format import dump, load_file
 from pytest_loopguard.io._stream import replay_jsonl
 from pytest_loopguard.runtime._policy import resolve_policy
 from pytest_loopguard.runtime._replay import replay
 
 ROOT = Path(__file__).parents[2]
-CORPUS = [t for t in validate_paths([ROOT / "traces"])[0] if t.mode != "simulate"]
+CORPUS = list(bundled_traces())
 
 
 def streamed_equals_loaded(trace: Trace, folder: Path, policy: str | None = None) -> None:

@@ -12,13 +12,14 @@ from typing import Any
 
 import jsonschema
 import pytest
+from bundled import bundled_traces
 
 from pytest_loopguard import replay
-from pytest_loopguard.core._model import ReplayResult, ToolCall, Trace
+from pytest_loopguard.core._model import ReplayResult, ToolCall
 from pytest_loopguard.core._wire import call_mapping, verdicts_from_reply
 from pytest_loopguard.engines._pipe import GuardProcess
 from pytest_loopguard.importers import import_traces
-from pytest_loopguard.io import iter_trace_files, load_file
+from pytest_loopguard.io import load_file
 from pytest_loopguard.io._protocol_schema import protocol_schema
 from pytest_loopguard.live import GuardServer
 from pytest_loopguard.runtime import preset_names
@@ -29,14 +30,7 @@ SERVE = [sys.executable, "-m", "pytest_loopguard.cli", "serve"]
 TEE = str(Path(__file__).parent / "guards" / "tee_serve.py")
 
 
-def _bundled() -> list[Trace]:
-    out: list[Trace] = []
-    for path in iter_trace_files([str(REPO / "traces")]):
-        out += [t for t in load_file(path) if t.mode == "replay"]
-    return out
-
-
-TRACES = _bundled()
+TRACES = list(bundled_traces())
 PRESETS = preset_names()
 
 
