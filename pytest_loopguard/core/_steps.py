@@ -70,6 +70,20 @@ TRIGGERS: Final = ("auto", "manual")
 _set: Final = object.__setattr__  # a frozen class's __init__ sets its slots past its own __setattr__
 
 
+def _common(step: object, index: int, kind: str | None, expect: StepExpect | None, t: int | None, line: int | None,
+            extensions: Mapping[str, Any] | None, agent: str | None, source: StepSource | None) -> None:
+    """Set the fields every step kind has (and `kind`, but on the base class, which has none)."""
+    _set(step, "index", index)
+    if kind is not None:
+        _set(step, "kind", kind)
+    _set(step, "expect", expect)
+    _set(step, "t", t)
+    _set(step, "line", line)
+    _set(step, "extensions", {} if extensions is None else extensions)
+    _set(step, "agent", agent)
+    _set(step, "source", source)
+
+
 @frozen_identity
 class _StepFields(Frozen):
     """The fields every step kind has: its place in the trace, what the trace expects of it, when it happened.
@@ -90,13 +104,7 @@ class _StepFields(Frozen):
     def __init__(self, index: int, *, expect: StepExpect | None = None, t: int | None = None,
                  line: int | None = None, extensions: Mapping[str, Any] | None = None, agent: str | None = None,
                  source: StepSource | None = None) -> None:
-        _set(self, "index", index)
-        _set(self, "expect", expect)
-        _set(self, "t", t)
-        _set(self, "line", line)
-        _set(self, "extensions", {} if extensions is None else extensions)
-        _set(self, "agent", agent)
-        _set(self, "source", source)
+        _common(self, index, None, expect, t, line, extensions, agent, source)
 
 
 # Each kind's class carries its own payload as a required field and reads None for the payloads of the
@@ -127,17 +135,10 @@ class ToolStep(_StepFields):
                  *, expect: StepExpect | None = None, t: int | None = None,
                  line: int | None = None, extensions: Mapping[str, Any] | None = None, agent: str | None = None,
                  source: StepSource | None = None) -> None:
-        _set(self, "index", index)
         _set(self, "call", call)
         _set(self, "result", result)
         _set(self, "not_run", not_run)
-        _set(self, "kind", "tool")
-        _set(self, "expect", expect)
-        _set(self, "t", t)
-        _set(self, "line", line)
-        _set(self, "extensions", {} if extensions is None else extensions)
-        _set(self, "agent", agent)
-        _set(self, "source", source)
+        _common(self, index, "tool", expect, t, line, extensions, agent, source)
 
     @property
     def outcome(self) -> ToolResult:
@@ -172,15 +173,8 @@ class LLMStep(_StepFields):
     def __init__(self, index: int, llm: LLMCall, *, expect: StepExpect | None = None, t: int | None = None,
                  line: int | None = None, extensions: Mapping[str, Any] | None = None, agent: str | None = None,
                  source: StepSource | None = None) -> None:
-        _set(self, "index", index)
         _set(self, "llm", llm)
-        _set(self, "kind", "llm")
-        _set(self, "expect", expect)
-        _set(self, "t", t)
-        _set(self, "line", line)
-        _set(self, "extensions", {} if extensions is None else extensions)
-        _set(self, "agent", agent)
-        _set(self, "source", source)
+        _common(self, index, "llm", expect, t, line, extensions, agent, source)
 
     def label(self, width: int = 60) -> str:
         """How the step reads in a table."""
@@ -206,15 +200,8 @@ class PhaseStep(_StepFields):
     def __init__(self, index: int, phase: str, *, expect: StepExpect | None = None, t: int | None = None,
                  line: int | None = None, extensions: Mapping[str, Any] | None = None, agent: str | None = None,
                  source: StepSource | None = None) -> None:
-        _set(self, "index", index)
         _set(self, "phase", phase)
-        _set(self, "kind", "phase")
-        _set(self, "expect", expect)
-        _set(self, "t", t)
-        _set(self, "line", line)
-        _set(self, "extensions", {} if extensions is None else extensions)
-        _set(self, "agent", agent)
-        _set(self, "source", source)
+        _common(self, index, "phase", expect, t, line, extensions, agent, source)
 
     def label(self, width: int = 60) -> str:
         """How the step reads in a table."""
@@ -240,15 +227,8 @@ class MessageStep(_StepFields):
     def __init__(self, index: int, message: Message, *, expect: StepExpect | None = None, t: int | None = None,
                  line: int | None = None, extensions: Mapping[str, Any] | None = None, agent: str | None = None,
                  source: StepSource | None = None) -> None:
-        _set(self, "index", index)
         _set(self, "message", message)
-        _set(self, "kind", "message")
-        _set(self, "expect", expect)
-        _set(self, "t", t)
-        _set(self, "line", line)
-        _set(self, "extensions", {} if extensions is None else extensions)
-        _set(self, "agent", agent)
-        _set(self, "source", source)
+        _common(self, index, "message", expect, t, line, extensions, agent, source)
 
     def label(self, width: int = 60) -> str:
         """How the step reads in a table."""
@@ -276,15 +256,8 @@ class DoneStep(_StepFields):
     def __init__(self, index: int, done: Done, *, expect: StepExpect | None = None, t: int | None = None,
                  line: int | None = None, extensions: Mapping[str, Any] | None = None, agent: str | None = None,
                  source: StepSource | None = None) -> None:
-        _set(self, "index", index)
         _set(self, "done", done)
-        _set(self, "kind", "done")
-        _set(self, "expect", expect)
-        _set(self, "t", t)
-        _set(self, "line", line)
-        _set(self, "extensions", {} if extensions is None else extensions)
-        _set(self, "agent", agent)
-        _set(self, "source", source)
+        _common(self, index, "done", expect, t, line, extensions, agent, source)
 
     def label(self, width: int = 60) -> str:
         """How the step reads in a table."""
@@ -310,15 +283,8 @@ class RejectedStep(_StepFields):
     def __init__(self, index: int, rejected: Rejected, *, expect: StepExpect | None = None, t: int | None = None,
                  line: int | None = None, extensions: Mapping[str, Any] | None = None, agent: str | None = None,
                  source: StepSource | None = None) -> None:
-        _set(self, "index", index)
         _set(self, "rejected", rejected)
-        _set(self, "kind", "rejected")
-        _set(self, "expect", expect)
-        _set(self, "t", t)
-        _set(self, "line", line)
-        _set(self, "extensions", {} if extensions is None else extensions)
-        _set(self, "agent", agent)
-        _set(self, "source", source)
+        _common(self, index, "rejected", expect, t, line, extensions, agent, source)
 
     def label(self, width: int = 60) -> str:
         """How the step reads in a table."""
@@ -344,15 +310,8 @@ class CompactedStep(_StepFields):
     def __init__(self, index: int, compacted: Compaction, *, expect: StepExpect | None = None, t: int | None = None,
                  line: int | None = None, extensions: Mapping[str, Any] | None = None, agent: str | None = None,
                  source: StepSource | None = None) -> None:
-        _set(self, "index", index)
         _set(self, "compacted", compacted)
-        _set(self, "kind", "compacted")
-        _set(self, "expect", expect)
-        _set(self, "t", t)
-        _set(self, "line", line)
-        _set(self, "extensions", {} if extensions is None else extensions)
-        _set(self, "agent", agent)
-        _set(self, "source", source)
+        _common(self, index, "compacted", expect, t, line, extensions, agent, source)
 
     def label(self, width: int = 60) -> str:
         """How the step reads in a table: `compacted (auto, 155,000 tokens)`."""
