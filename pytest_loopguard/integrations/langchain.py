@@ -135,25 +135,28 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         heard = self._heard
         messages = request.messages
         # only the messages since the last model call can be new (all of them after a compaction shrank the list)
-        start = self._scanned if self._scanned <= len(messages) else 0
-        self._scanned = len(messages)
-        for message in messages[start:]:
+        count = len(messages)
+        start = self._scanned if self._scanned <= count else 0
+        self._scanned = count
+        for i in range(start, count):
+            message = messages[i]
             if isinstance(message, HumanMessage) and message.id not in heard:
                 if message.id is not None:
                     heard.add(message.id)
                 self._as_agent()
-                session.message("user", str(message.text))
+                session.message("user", _text(message))
         return None
 
     def _ask(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """`before_llm`; a `compact` verdict rewrites the conversation (and the agent's state, after the call)."""
-        self._as_agent()
+        if self.agent is not None:
+            self.session.agent = self.agent
         prompt = None
         if self._count_tokens is not None:
             system = [request.system_message] if request.system_message is not None else []
             prompt = self._count_tokens([*system, *request.messages])
         decision = self.session.before_llm(prompt)
-        return self._compacted(request, decision) if decision.action == Action.COMPACT else request
+        return request if decision.action is not Action.COMPACT else self._compacted(request, decision)
 
     def _failed(self, request: ModelRequest[Any], exc: Exception) -> tuple[ModelRequest[Any], float]:
         """A failed model call: the request to send again and how long to wait first, or the error re-raised."""
@@ -168,15 +171,19 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _answer(self, response: ModelResponse[Any]) -> ModelResult:
         """`llm_result` with the calls the response asks for; its final answer is `done`; a stop ends the run."""
         session = self.session
-        ai = next((m for m in reversed(response.result) if isinstance(m, AIMessage)), None)
+        result = response.result
+        ai = result[-1] if result and isinstance(result[-1], AIMessage) else \
+            next((m for m in reversed(result) if isinstance(m, AIMessage)), None)
         if ai is None:  # a structured-output response without a message: nothing to report
             return response
         usage = ai.usage_metadata
         llm = LLMCall(usage["input_tokens"] if usage else None, usage["output_tokens"] if usage else None,
-                      None, str(ai.text) or None)
-        asked = [(str(c["id"]), ToolCall.of(c["name"], c["args"])) for c in ai.tool_calls]
-        self._as_agent()
-        decision = session.llm_result(llm, [call for _, call in asked])
+                      None, _text(ai) or None)
+        tool_calls = ai.tool_calls
+        asked = [ToolCall.of(c["name"], c["args"]) for c in tool_calls]
+        if self.agent is not None:
+            session.agent = self.agent
+        decision = session.llm_result(llm, asked)
         if session.ended:  # the turn's start stopped the run: answer every call, then say why
             self._ended = decision.message or f"The run {session.outcome}."
             answers: list[BaseMessage] = [
@@ -186,11 +193,12 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             response = ModelResponse([*response.result, *answers, AIMessage(self._ended)],
                                      response.structured_response)
         elif not asked:
-            session.done(True, str(ai.text))
+            session.done(True, _text(ai))
         else:
+            order = [str(c["id"]) for c in tool_calls]
             with self._turn:
-                self._calls = dict(asked)
-                self._order = [call_id for call_id, _ in asked]
+                self._calls = dict(zip(order, asked, strict=True))
+                self._order = order
         rewrite = self._rewrite
         if rewrite is None:
             return response
@@ -227,10 +235,11 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolOutput]) -> ToolOutput:
         """One tool call under the policy, after the calls the model asked for before it."""
         call_id = str(request.tool_call["id"])
-        with self._turn:
-            self._turn.wait_for(lambda: not self._order or self._order[0] == call_id or call_id not in self._order)
+        if self._waits(call_id):
+            with self._turn:
+                self._turn.wait_for(lambda: not self._waits(call_id))
         try:
-            call, runs = self._before(request)
+            call, runs = self._before(request, call_id)
             if call is None:
                 return _answer(request, _NOT_REACHED)
             if not runs:
@@ -243,7 +252,7 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             except Exception as exc:
                 self.session.after_call(call, ToolResult.failure(f"{type(exc).__name__}: {exc}"))
                 raise
-            return self._after(request, call, out)
+            return self._after(call_id, call, out)
         finally:
             with self._turn:
                 self._done_with(call_id)
@@ -257,10 +266,11 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         turn = self._aturn
         if turn is None:
             turn = self._aturn = asyncio.Condition()
-        async with turn:
-            await turn.wait_for(lambda: not self._order or self._order[0] == call_id or call_id not in self._order)
+        if self._waits(call_id):
+            async with turn:
+                await turn.wait_for(lambda: not self._waits(call_id))
         try:
-            call, runs = self._before(request)
+            call, runs = self._before(request, call_id)
             if call is None:
                 return _answer(request, _NOT_REACHED)
             if not runs:
@@ -273,15 +283,22 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             except Exception as exc:
                 self.session.after_call(call, ToolResult.failure(f"{type(exc).__name__}: {exc}"))
                 raise
-            return self._after(request, call, out)
+            return self._after(call_id, call, out)
         finally:
             async with turn:
                 self._done_with(call_id)
                 turn.notify_all()
 
-    def _before(self, request: ToolCallRequest) -> tuple[ToolCall | None, bool]:
+    def _waits(self, call_id: str) -> bool:
+        """Whether a call of the response the model asked for before this one has not been answered yet.
+
+        Read without the lock first: once false it stays false (only this call removes itself from the
+        order; the next response's order is set after every call of this one answered)."""
+        order = self._order
+        return bool(order) and order[0] != call_id and call_id in order
+
+    def _before(self, request: ToolCallRequest, call_id: str) -> tuple[ToolCall | None, bool]:
         """`before_call` for this call, and whether it runs; no call when the run ended before it was reached."""
-        call_id = str(request.tool_call["id"])
         call = self._calls.get(call_id)
         session = self.session
         if call is None:
@@ -289,7 +306,8 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 return None, False
             # a call no model response announced (another middleware made it): the session says what it expected
             call = ToolCall.of(request.tool_call["name"], request.tool_call["args"])
-        self._as_agent()
+        if self.agent is not None:
+            session.agent = self.agent
         return call, session.before_call(call).runs
 
     def _blocked(self, request: ToolCallRequest, call: ToolCall) -> ToolMessage:
@@ -298,16 +316,17 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             self._ended = reply.decision.message or self._ended
         return _answer(request, reply.content)
 
-    def _after(self, request: ToolCallRequest, call: ToolCall, out: ToolOutput) -> ToolOutput:
+    def _after(self, call_id: str, call: ToolCall, out: ToolOutput) -> ToolOutput:
         """`after_call` with what the tool gave; the model gets the tool's output with any warnings after it."""
-        message = _tool_message(out, str(request.tool_call["id"]))
+        session = self.session
+        message = out if isinstance(out, ToolMessage) else _tool_message(out, call_id)
         if message is None:
-            self.session.after_call(call, ToolResult(text=""))
+            session.after_call(call, ToolResult(text=""))
             return out
-        text = str(message.text)
+        text = _text(message)
         result = ToolResult(ok=False, error=text) if message.status == "error" else ToolResult(text=text)
-        reply = self.session.after_call(call, result)
-        if self.session.ended:
+        reply = session.after_call(call, result)
+        if session.ended:
             self._ended = reply.decision.message or self._ended
         shown = _shown(message, text, reply)
         if shown is message:
@@ -334,6 +353,12 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 def _answer(request: ToolCallRequest, content: str) -> ToolMessage:
     """The error answer of a call that did not run."""
     return ToolMessage(content, tool_call_id=request.tool_call["id"], name=request.tool_call["name"], status="error")
+
+
+def _text(message: BaseMessage) -> str:
+    """A message's text as a plain `str` (`message.text` wraps it in an accessor); string content as it is."""
+    content = message.content
+    return content if type(content) is str else str(message.text)
 
 
 def _tool_message(out: ToolOutput, call_id: str) -> ToolMessage | None:

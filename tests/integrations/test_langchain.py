@@ -331,3 +331,18 @@ def test_a_stop_when_the_turn_starts_answers_every_call_and_ends_the_run(tmp_pat
     assert first.status == second.status == "error" and first.content == second.content == f"Error: {final.content}"
     assert isinstance(final, AIMessage) and not final.tool_calls and "turn" in final.content
     assert_live_is_replay(session, recording, policy)
+
+
+# ---- the bench row's baseline ------------------------------------------------------------------------------
+def test_the_bench_times_beside_the_row_a_middleware_that_does_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_loopguard.bench import _integrations
+    from pytest_loopguard.integrations import _langchain_bench
+
+    # the baseline is the same scripted run, through both hooks of a middleware that only calls on
+    passthrough = _langchain_bench.middleware_that_does_nothing(3)
+    assert passthrough.calls == 4 + 3  # four model calls (the last one answers), three tool calls
+    monkeypatch.setattr(_integrations, "FRAMEWORKS", [f for f in _integrations.FRAMEWORKS if f[1] == "langchain"])
+    (row,) = _integrations.integration_rows(calls=3, repeat=1)
+    assert row.extra["noop_middleware_us"] > 0
+    assert row.extra["ratio_over_noop_middleware"] == pytest.approx(row.min_us / row.extra["noop_middleware_us"],
+                                                                    rel=1e-2)
