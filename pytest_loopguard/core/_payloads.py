@@ -65,7 +65,9 @@ class ToolCall:
         return self.tool + "\x1f" + self.ordered
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, ToolCall) and other.ordered_fingerprint == self.ordered_fingerprint
+        # the same object first: a live Session compares the call it is given with the one it announced, most
+        # often the very object, and the as-written text would otherwise be worked out for that alone
+        return other is self or (isinstance(other, ToolCall) and other.ordered_fingerprint == self.ordered_fingerprint)
 
     def __hash__(self) -> int:
         return hash(self.ordered_fingerprint)

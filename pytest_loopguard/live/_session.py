@@ -533,11 +533,11 @@ class Session:
     def _write(self, verdicts: tuple[Verdict, ...], kind: StepKind, **fields: Any) -> None:
         """Record a step and the verdicts the run protocol gave it."""
         index = len(self._steps)
-        step = make_step(index, kind, agent=self.agent, **fields)
-        if self.recorder is not None:
-            self.recorder.write(step, redacted=True)
-        tool = step.call.tool if step.call is not None else None
-        self._steps.append(StepResult(index, step.kind, tool, combine(verdicts), verdicts))
+        if self.recorder is not None:  # the step itself only for a recording: a live check needs its verdicts
+            self.recorder.write(make_step(index, kind, agent=self.agent, **fields), redacted=True)
+        call: ToolCall | None = fields.get("call")
+        self._steps.append(StepResult(index, kind, call.tool if call is not None else None, combine(verdicts),
+                                      verdicts))
         if self._run.outcome is not None and self._announced:
             self._unreached()
 
