@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..core._identity import FLAT_SAME_AS, IDENTITIES, IdentityMode, is_flat
 from ..core._model import Action, Verdict
 from ..core.hookspecs import hookimpl
-from ._progress import StreakProgress, UnchangedOutput
+from ._progress import StreakProgress, UnchangedOutput, result_digest
 from .base import Engine, EngineSettings, SettingError, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS, LRUMap
 
@@ -545,13 +545,16 @@ class LoopGuard(Engine):
         or a declared poll's)."""
         identity = self._last_identity if call is self._last_call else self._identity(call)
         progress, waited = self._progress, False
+        # both rules compare the result's digest: worked out once (none for a result without text or error)
+        digest = None if result.text is None and result.error is None else result_digest(result)
         if progress is not None and identity == self._current:
             declared = self.run.classifier.repeat(call) if self._declares_repeat else None
             waited = progress.waited or declared == "poll"
-            if progress.after(result, declared):  # a changed result: the repetition restarts here
+            if progress.after(digest, declared):  # a changed result: the repetition restarts here
                 self._consecutive = 1
                 self._warnings = 0
-        return (self._unchanged.after(call, identity, result) if self._unchanged is not None else None), waited
+        unchanged = self._unchanged
+        return (unchanged.after(call, identity, result, digest) if unchanged is not None else None), waited
 
     @hookimpl
     def loopguard_message(self, message: Message) -> None:
