@@ -85,12 +85,12 @@ class StreakProgress:
             self.paced += 1
         return self.waited
 
-    def after(self, result: ToolResult, repeat: Repeat | None) -> bool:
-        """Note what the call returned; True when it differs from the previous identical call's (progress).
-        A result with neither text nor error (a recorded step without one) says nothing: it is not compared."""
-        if result.text is None and result.error is None:
+    def after(self, digest: int | None, repeat: Repeat | None) -> bool:
+        """Note what the call returned (`digest`: its `result_digest`); True when it differs from the previous
+        identical call's (progress). A result with neither text nor error (a recorded step without one, `digest`
+        None) says nothing: it is not compared."""
+        if digest is None:
             return False
-        digest = result_digest(result)
         previous, self._digest = self._digest, digest
         if previous is None or previous == digest:
             return False
@@ -162,8 +162,9 @@ class UnchangedOutput:
     def clear(self) -> None:
         self._checks.clear()
 
-    def after(self, call: ToolCall, identity: str, result: ToolResult) -> Verdict | None:
-        """Note a call that ran; a warning when a check's output stayed the same across enough edits."""
+    def after(self, call: ToolCall, identity: str, result: ToolResult, digest: int | None) -> Verdict | None:
+        """Note a call that ran (`digest`: its result's `result_digest`, None when it has neither text nor
+        error); a warning when a check's output stayed the same across enough edits."""
         effect = self.run.target(call).effect
         if effect in _EDIT_EFFECTS:
             if result.ok:
@@ -171,9 +172,8 @@ class UnchangedOutput:
             return None
         if effect not in _CHECK_EFFECTS or self.run.kind(call) != "action":
             return None
-        if result.text is None and result.error is None:  # no output recorded: nothing to compare
+        if digest is None:  # no output recorded: nothing to compare
             return None
-        digest = result_digest(result)
         edits = self.edits
         entry = self._checks.get(identity)
         if entry is None or entry[0] != digest:

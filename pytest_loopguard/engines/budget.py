@@ -178,6 +178,9 @@ class Budget(Engine):
         self._open = task is not None and task.phase != "done"
         self._phase: str = task.phase if task is not None else ""
         self._opened_at: int = run.clock.now_ms
+        # the call and time budgets and checkpoints are off in most policies: asked once here, not per call
+        self._limits = settings.max_tool_calls is not None or settings.max_wall_ms is not None
+        self._checkpoints = settings.checkpoint_every_calls
         fixed = _derived(settings)  # what the settings alone decide, worked out once per settings object
         self._near_calls = fixed.near_calls
         self._near_wall = fixed.near_wall
@@ -268,27 +271,8 @@ class Budget(Engine):
         calls = self._calls
         out: list[Verdict] | None = None  # most calls get no verdict: a list only for one that does
 
-        if s.max_tool_calls is not None:
-            if calls > s.max_tool_calls:
-                out = _push(out, self._verdict(
-                    Action.BLOCK, "max_tool_calls", calls, s.max_tool_calls,
-                    f"Tool call budget exhausted: this is call {calls} of a task allowed {s.max_tool_calls}. "
-                    "Finish with what you have.",
-                ))
-            elif calls == self._near_calls:
-                out = _push(out, self._near("max_tool_calls", calls, s.max_tool_calls, f"{calls} tool calls"))
-        if s.max_wall_ms is not None:
-            elapsed = self._elapsed()
-            if elapsed > s.max_wall_ms:
-                out = _push(out, self._verdict(
-                    Action.BLOCK, "max_wall_ms", elapsed, s.max_wall_ms,
-                    f"Time budget exhausted: {elapsed} ms elapsed of the task's {s.max_wall_ms} ms. "
-                    "Finish with what you have.",
-                ))
-            elif self._near_wall is not None and elapsed >= self._near_wall and not self._wall_near_sent:
-                self._wall_near_sent = True
-                out = _push(out, self._near("max_wall_ms", elapsed, s.max_wall_ms, f"{elapsed} ms elapsed"))
-
+        if self._limits:
+            out = self._limit_verdicts(calls)
         kind = self.run.kind(call)
         if kind == "observation":
             self._observation_calls += 1
@@ -329,7 +313,7 @@ class Budget(Engine):
                     for verdict in self._navigation(url):
                         out = _push(out, verdict)
 
-        every = s.checkpoint_every_calls
+        every = self._checkpoints
         if every and calls % every == 0:
             out = _push(out, self._verdict(
                 Action.ALLOW, "checkpoint", calls, every,
@@ -337,6 +321,32 @@ class Budget(Engine):
                 f"{self.run.objective or (self._task.objective if self._task else '')}",
                 status=self._status(),
             ))
+        return out
+
+    def _limit_verdicts(self, calls: int) -> list[Verdict] | None:
+        """The call and time budgets' verdicts on call number `calls` (a policy with either set)."""
+        s = self.settings
+        out: list[Verdict] | None = None
+        if s.max_tool_calls is not None:
+            if calls > s.max_tool_calls:
+                out = _push(out, self._verdict(
+                    Action.BLOCK, "max_tool_calls", calls, s.max_tool_calls,
+                    f"Tool call budget exhausted: this is call {calls} of a task allowed {s.max_tool_calls}. "
+                    "Finish with what you have.",
+                ))
+            elif calls == self._near_calls:
+                out = _push(out, self._near("max_tool_calls", calls, s.max_tool_calls, f"{calls} tool calls"))
+        if s.max_wall_ms is not None:
+            elapsed = self._elapsed()
+            if elapsed > s.max_wall_ms:
+                out = _push(out, self._verdict(
+                    Action.BLOCK, "max_wall_ms", elapsed, s.max_wall_ms,
+                    f"Time budget exhausted: {elapsed} ms elapsed of the task's {s.max_wall_ms} ms. "
+                    "Finish with what you have.",
+                ))
+            elif self._near_wall is not None and elapsed >= self._near_wall and not self._wall_near_sent:
+                self._wall_near_sent = True
+                out = _push(out, self._near("max_wall_ms", elapsed, s.max_wall_ms, f"{elapsed} ms elapsed"))
         return out
 
     @hookimpl

@@ -218,10 +218,9 @@ class FailureTracker(Engine):
         self._failing_tools: set[str] = set()
         self._streak_key: tuple[str, str, str] | None = None
         self.key_streak = 0
-        # the second wave's requeries and usage limits (None when their settings are off); the query count
-        # at the last user message (per_prompt_usage: max_steps counts from there)
-        self._wave = SecondWave.of(settings)
-        self._steps_base = 0
+        self._wave = SecondWave.of(settings)  # the second wave's requeries and usage limits; None when off
+        self._steps_base = 0  # the query count at the last user message (per_prompt_usage: max_steps from there)
+        self._call_rules = settings.max_repetitions is not None or settings.guardrails or self._wave is not None
 
     def state(self, call: ToolCall | None) -> dict[str, Any]:
         """The failed turns in a row, repetitions, the top count in the action window, rejected turns in a row,
@@ -303,6 +302,8 @@ class FailureTracker(Engine):
                 f"'{call.tool}'.",
                 {"count": self.consecutive_failures, "max_failures": n},
             )]
+        if not self._call_rules:  # the rules below are off in most policies: asked once, at construction
+            return verdicts
         if s.max_repetitions is not None:
             target = (call.tool, tuple(call.args.get(k, _MISSING) for k in s.target_keys))
             self.repetitions = self.repetitions + 1 if target == self._previous_target else 0
@@ -313,14 +314,12 @@ class FailureTracker(Engine):
                     f"Stopped: '{call.tool}' repeated on the same target {self.repetitions + 1} times in a row.",
                     {"repetitions": self.repetitions, "max_repetitions": s.max_repetitions, "tool": call.tool},
                 )]
-        if s.guardrails:
-            blocks = self._guardrail_blocks(call)
-            if blocks is not None:
-                verdicts = [*(verdicts or ()), *blocks]
-        if self._wave is not None:
-            wave = self._wave.before_call(call)
-            if wave:
-                verdicts = [*(verdicts or ()), *wave]
+        blocks = self._guardrail_blocks(call) if s.guardrails else None
+        if blocks is not None:
+            verdicts = [*(verdicts or ()), *blocks]
+        wave = self._wave.before_call(call) if self._wave is not None else None
+        if wave:
+            verdicts = [*(verdicts or ()), *wave]
         return verdicts
 
     @hookimpl

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..core._identity import FLAT_SAME_AS, IDENTITIES, IdentityMode, is_flat
 from ..core._model import Action, Verdict
 from ..core.hookspecs import hookimpl
-from ._progress import StreakProgress, UnchangedOutput
+from ._progress import StreakProgress, UnchangedOutput, result_digest
 from .base import Engine, EngineSettings, SettingError, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS, LRUMap
 
@@ -237,6 +237,9 @@ class LoopGuard(Engine):
         self._unchanged = UnchangedOutput(settings, run) if settings.unchanged_output_warn_at is not None else None
         self._watching = self._progress is not None or self._unchanged is not None
         self._declares_repeat = run.classifier.declares_repeat
+        # whether a call can be exempt at all (an `exempt` rule, or a tool table declaring `repeat: exempt`,
+        # which turns `_progress` on): asked once here, not per call
+        self._check_exempt = bool(self._exempt) or self._declares_repeat
 
     # ---- identity ----------------------------------------------------------------------------------
     def _identity(self, call: ToolCall) -> str:
@@ -289,7 +292,7 @@ class LoopGuard(Engine):
     @hookimpl
     def loopguard_before_call(self, call: ToolCall, result: ToolResult | None) -> Verdict | None:
         # every argument of the event, in the contract's order: the Guard then calls this method directly
-        if (self._exempt or self._progress is not None) and self._is_exempt(call):
+        if self._check_exempt and self._is_exempt(call):
             return None  # invisible: the current identity and its count stay as they were
         identity = self._identity(call)
         # the ring holds every call the agent made, blocked ones included
@@ -339,11 +342,14 @@ class LoopGuard(Engine):
         if progress.before():  # the agent waited since the previous identical call: polling
             self._consecutive = 1
             self._warnings = 0
-        declared = self.run.classifier.repeat(call)
-        multiplier = self.settings.poll_multiplier if progress.progressed and self._poll(call) else 1
-        verdict = progress.budget_verdict(call, declared, multiplier)
-        if verdict is not None:
-            return verdict
+        # a table that declares no repetition is not asked (its answer is None)
+        declared = self.run.classifier.repeat(call) if self._declares_repeat else None
+        progressed = progress.progressed
+        if progressed or declared == "poll":  # the poll budget holds only a streak that is a poll
+            multiplier = self.settings.poll_multiplier if progressed and self._poll(call) else 1
+            verdict = progress.budget_verdict(call, declared, multiplier)
+            if verdict is not None:
+                return verdict
         if declared == "poll":  # expected to repeat: held to calls without a changed result (openclaw's)
             return self._idle_poll_verdict(call)
         first = self._first_threshold
@@ -511,7 +517,7 @@ class LoopGuard(Engine):
             self._last_success = self._last_identity if call is self._last_call else self._identity(call)
         verdict: Verdict | None = None
         if self._watching:  # what the call achieved (engines/_progress.py); off in the published presets
-            if blocked or result is None or self._is_exempt(call):
+            if blocked or result is None or (self._check_exempt and self._is_exempt(call)):
                 return None
             verdict, waited = self._achieved(call, result)
             if waited:  # a poll's "still so" after a wait is the poll budget's business, not an outcome
@@ -539,13 +545,16 @@ class LoopGuard(Engine):
         or a declared poll's)."""
         identity = self._last_identity if call is self._last_call else self._identity(call)
         progress, waited = self._progress, False
+        # both rules compare the result's digest: worked out once (none for a result without text or error)
+        digest = None if result.text is None and result.error is None else result_digest(result)
         if progress is not None and identity == self._current:
-            declared = self.run.classifier.repeat(call)
+            declared = self.run.classifier.repeat(call) if self._declares_repeat else None
             waited = progress.waited or declared == "poll"
-            if progress.after(result, declared):  # a changed result: the repetition restarts here
+            if progress.after(digest, declared):  # a changed result: the repetition restarts here
                 self._consecutive = 1
                 self._warnings = 0
-        return (self._unchanged.after(call, identity, result) if self._unchanged is not None else None), waited
+        unchanged = self._unchanged
+        return (unchanged.after(call, identity, result, digest) if unchanged is not None else None), waited
 
     @hookimpl
     def loopguard_message(self, message: Message) -> None:

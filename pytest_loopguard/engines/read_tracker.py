@@ -198,7 +198,8 @@ class ReadTracker(Engine):
                     if hits is not None:
                         self._fresh[region] = hits + 1
                         return self._stub(region, hits + 1)
-            return self._count_streak(0, ("read", *region), "read", region[0])
+            # the region is its own key: a 3-tuple never equals a search key (5 or 7 parts, "search" first)
+            return self._count_streak(0, region, "read", region[0])
         if kind == "search":
             return self._count_streak(0 if self.settings.shared_streak else 1, self._search_key(call.args),
                                       "search", call.args.get("path", self.settings.search_path_default))
