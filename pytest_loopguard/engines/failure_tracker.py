@@ -30,15 +30,14 @@ ends after that call; there is no later call to check).
 
 from __future__ import annotations
 
-import re
 from collections import Counter, deque
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from ..core._identity import key_part
 from ..core._model import Action, ToolCall, ToolResult, Verdict
 from ..core.hookspecs import hookimpl
+from ._action_loop import ACTION_LOOP_ADVICE, action_identity
 from ._second_wave import SecondWave, check_second_wave
 from .base import Engine, EngineSettings, at_least, per_settings
 from .lru import DEFAULT_MAX_KEYS, LRUMap
@@ -109,42 +108,8 @@ class Settings(EngineSettings):
 NAME: Final = "failure_tracker"
 _Settings = Settings  # the class body below rebinds `Settings` (the engine protocol's attribute)
 
-# browser-use's search normalisation: punctuation becomes a separator, so "Cheap flights!" = "flights cheap"
-_NOT_QUERY_WORD: Final = re.compile(r"[^\w\s]")
 _MISSING: Final = object()  # an absent target argument: equal to itself only, so "missing on both" is the same
 _TURN_START: Final = frozenset({"loopguard_turn_start"})  # what idle_hooks names when the turn rules are off
-
-
-def action_identity(call: ToolCall) -> Hashable:
-    """browser-use's normalised identity of a call: what counts as "the same action" in the loop window."""
-    tool, args = call.tool, call.args
-    if tool == "click":
-        return ("click", key_part(args.get("index")))
-    if tool == "input":
-        text = args.get("text")
-        return ("input", key_part(args.get("index")), "" if text is None else str(text).strip().lower())
-    if tool == "navigate":
-        return ("navigate", key_part(args.get("url")))
-    if tool == "search":
-        query = args.get("query")
-        words = _NOT_QUERY_WORD.sub(" ", "" if query is None else str(query).lower()).split()
-        return ("search", key_part(args.get("engine") or "google"), tuple(sorted(set(words))))
-    if tool == "scroll":
-        # browser-use scrolls with `down: bool` (default down); an explicit `direction` is taken as written
-        direction = args["direction"] if "direction" in args else ("down" if args.get("down", True) else "up")
-        return ("scroll", key_part(direction), key_part(args.get("index")))
-    if any(v is None for v in args.values()):
-        # null arguments do not distinguish actions; the rare call carrying them is re-keyed without them
-        return ToolCall.of(tool, {k: v for k, v in args.items() if v is not None}).fingerprint
-    return call.fingerprint
-
-
-_ACTION_LOOP_ADVICE: Final = (
-    "If it is not making progress, try a different approach.",
-    "This looks like a loop: stop repeating it and change strategy (another element, page or query).",
-    "You are stuck in a loop. Do not repeat this action again: change strategy completely, or call done "
-    "with what you have.",
-)
 
 
 @per_settings
@@ -535,7 +500,7 @@ class FailureTracker(Engine):
         rank = 0
         while rank + 1 < len(levels) and top >= levels[rank + 1]:
             rank += 1
-        advice = _ACTION_LOOP_ADVICE[min(rank, len(_ACTION_LOOP_ADVICE) - 1)]
+        advice = ACTION_LOOP_ADVICE[min(rank, len(ACTION_LOOP_ADVICE) - 1)]
         return Verdict(
             NAME, Action.WARN, "failure_tracker.action_loop",
             f"You repeated a similar action {top} times in your last {len(window)} actions. {advice}",
