@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from ..core._machine import usable_cpus
 from ..core._model import ReplayResult
 from ..errors import LoopguardError, LoopguardWarning
 from ..runtime._policy import Policy, resolve_policy
@@ -61,16 +62,6 @@ WINDOW_PER_WORKER: Final = 4  # batches in flight (sent, or done but not yet mer
 
 class WorkerLost(RuntimeError):
     """A worker process died (killed, out of memory) while replaying a file: the run cannot be complete."""
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask where the platform has one)."""
-    count: Callable[[], int | None] | None = getattr(os, "process_cpu_count", None)  # Python 3.13+
-    if count is not None:
-        return count() or 1
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0)) or 1
-    return os.cpu_count() or 1
 
 
 def parse_jobs(text: str) -> int:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from ..core._machine import usable_cpus
 from ..core._wire import PROTOCOL_VERSION
 from ..errors import GuardProcessError
 
@@ -35,7 +36,7 @@ _CHUNK: Final = 65536
 # How long to poll for a reply before sleeping in select: a guard answers most requests in tens of µs, and a
 # process woken from select pays the scheduler's wake-up on top (about half of a trivial guard's round trip
 # here). Only with a second CPU, where the guard runs meanwhile; on one, polling would only delay it.
-_POLL_S: Final = 50e-6 if len(os.sched_getaffinity(0)) > 1 else 0.0
+_POLL_S: Final = 50e-6 if usable_cpus() > 1 else 0.0
 _BEFORE_HELLO: Final = "wrote to stdout before its reply to hello (stdout carries the replies alone; log to stderr): "
 
 
