@@ -56,6 +56,10 @@ def run(args: argparse.Namespace) -> int:
             for row in rows:
                 if "skipped" in row.extra:
                     out(f"{row.item}: {row.extra['skipped']}")
+                beside = [f"{k[:-len('_ratio')].replace('_', ' ')} {v:.2f}×" for k, v in row.extra.items()
+                          if k.endswith("_ratio")]
+                if beside:
+                    out(f"{row.item.split(',')[0]}, the same run under {', '.join(beside)} (each over unguarded)")
         return EXIT_OK
     names = args.policy or [n for n in preset_names() if n not in ALIASES]
     policies = [resolve_policy(n) for n in names]

@@ -3,7 +3,9 @@
 Beside the two, the same run under a middleware whose two wrap hooks only call the next handler
 (`middleware_that_does_nothing`): what LangChain charges any middleware with those hooks (each wrap hook
 call goes through a LangSmith `traceable` span set up per call, tracing on or off), so the guarded run's
-cost beyond it is the Guard's own.
+cost beyond it is the Guard's own. And under LangChain's own guards against runaway agents,
+`ToolCallLimitMiddleware` and `ModelCallLimitMiddleware`, with limits the run never reaches: what a
+LangChain user already pays for a loop guard that only counts.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from langchain.agents import create_agent
-from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelCallLimitMiddleware, ToolCallLimitMiddleware
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.messages.ai import UsageMetadata
@@ -77,8 +79,24 @@ def middleware_that_does_nothing(calls: int) -> _Passthrough:
     return middleware
 
 
-# further runs the bench times in turns with the two below, each shown beside the row (`noop_middleware_us`)
-BASELINES: dict[str, Callable[[int], object]] = {"noop_middleware": middleware_that_does_nothing}
+def tool_call_limit(calls: int) -> dict[str, Any]:
+    """The same run under LangChain's `ToolCallLimitMiddleware` (an `after_model` node), never reaching its limit;
+    the agent's final state."""
+    return _run(calls, [ToolCallLimitMiddleware(run_limit=10 * calls + 10)])
+
+
+def model_call_limit(calls: int) -> dict[str, Any]:
+    """The same run under LangChain's `ModelCallLimitMiddleware` (`before_model` and `after_model` nodes), never
+    reaching its limit; the agent's final state."""
+    return _run(calls, [ModelCallLimitMiddleware(run_limit=10 * calls + 10)])
+
+
+# further runs the bench times in turns with the two below, each shown beside the row (`noop_middleware_us`, ...)
+BASELINES: dict[str, Callable[[int], object]] = {
+    "noop_middleware": middleware_that_does_nothing,
+    "tool_call_limit_middleware": tool_call_limit,
+    "model_call_limit_middleware": model_call_limit,
+}
 
 
 def overhead_run(calls: int, guarded: bool) -> None:
@@ -90,6 +108,7 @@ def overhead_run(calls: int, guarded: bool) -> None:
         raise AssertionError(f"the guarded bench run ended {session.outcome}, at step {session.stopped_at}")
 
 
-def _run(calls: int, middleware: Sequence[AgentMiddleware[Any, Any, Any]]) -> None:
+def _run(calls: int, middleware: Sequence[AgentMiddleware[Any, Any, Any]]) -> dict[str, Any]:
     agent = create_agent(_ScriptedModel(messages=_script(calls)), _tools(), middleware=middleware)
-    agent.invoke({"messages": [HumanMessage("tidy the repository")]}, {"recursion_limit": 2 * calls + 10})
+    # a superstep for the model and one for the tools per call, and one per middleware node (at most two)
+    return agent.invoke({"messages": [HumanMessage("tidy the repository")]}, {"recursion_limit": 4 * calls + 10})

@@ -22,6 +22,7 @@ for them (replay's order), so each call waits for the ones before it.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -78,6 +79,7 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._scanned = 0  # how many of the conversation's messages the last model call had
         self._calls: dict[str, ToolCall] = {}  # tool_call id -> the call, for the response's calls not reported
         self._order: list[str] = []  # their ids, in the order the model asked for them
+        self._several = False  # whether the last response asked for more than one call (only then can one wait)
         self._turn = threading.Condition()  # a call waits here for the ones before it (sync agents)
         self._aturn: asyncio.Condition | None = None  # the same for async agents, made in the running loop
         self._ended = ""  # why the run ended early: the final message the agent shows
@@ -195,10 +197,12 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         elif not asked:
             session.done(True, _text(ai))
         else:
+            # no call of this response runs before the model call returns, and every call of the last one has
+            # answered: nothing reads these meanwhile
             order = [str(c["id"]) for c in tool_calls]
-            with self._turn:
-                self._calls = dict(zip(order, asked, strict=True))
-                self._order = order
+            self._calls = dict(zip(order, asked, strict=True))
+            self._order = order
+            self._several = len(order) > 1
         rewrite = self._rewrite
         if rewrite is None:
             return response
@@ -254,9 +258,12 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 raise
             return self._after(call_id, call, out)
         finally:
-            with self._turn:
+            if self._several:
+                with self._turn:
+                    self._done_with(call_id)
+                    self._turn.notify_all()
+            else:  # the response's only call: no other waits for it
                 self._done_with(call_id)
-                self._turn.notify_all()
 
     async def awrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[ToolOutput]]
@@ -285,9 +292,12 @@ class LoopguardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 raise
             return self._after(call_id, call, out)
         finally:
-            async with turn:
+            if self._several:
+                async with turn:
+                    self._done_with(call_id)
+                    turn.notify_all()
+            else:
                 self._done_with(call_id)
-                turn.notify_all()
 
     def _waits(self, call_id: str) -> bool:
         """Whether a call of the response the model asked for before this one has not been answered yet.
@@ -378,3 +388,11 @@ def _shown(message: ToolMessage, text: str, reply: ToolReply) -> ToolMessage:
         return message.model_copy(update={"content": reply.content})
     extra = {"type": "text", "text": reply.content[len(text):]}
     return message.model_copy(update={"content": [*message.content, extra]})
+
+
+# LangChain runs each middleware hook inside LangSmith's `traceable`, which works out the hook's signature on every
+# call, tracing on or off (`inspect.signature`: about a third of the wrapper's cost per call); a signature set once
+# on the function makes that a look-up
+for _hook in (LoopguardMiddleware.wrap_model_call, LoopguardMiddleware.awrap_model_call,
+              LoopguardMiddleware.wrap_tool_call, LoopguardMiddleware.awrap_tool_call):
+    setattr(_hook, "__signature__", inspect.signature(_hook))  # noqa: B010 (mypy knows no __signature__ on a function)

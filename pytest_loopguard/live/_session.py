@@ -41,6 +41,7 @@ from ..core._model import (
     ORIGINS,
     PHASES,
     TRIGGERS,
+    Action,
     Compaction,
     Done,
     LLMCall,
@@ -260,7 +261,8 @@ class Session:
         recording's `llm.input_tokens` will say (the provider's own count, when different, is kept as
         `x-input_tokens`), so that replay sees the figure the live decision saw.
         """
-        self._check("before_llm")
+        if self._closed or self._pending is not None or self._run.outcome is not None:
+            self._check("before_llm")
         if self._mode == "calls":
             raise SessionError("a model call after tool calls that no model call announced: report model calls "
                                "from the start (before_llm / llm_result) or never")
@@ -284,17 +286,20 @@ class Session:
         assert self._llm is not None
         t, prompt_tokens, asked = self._llm
         self._llm = None
-        recorded = LLMCall(prompt_tokens, llm.output_tokens, self._opt_text(llm.error), self._opt_text(llm.text))
+        redacts = self._redactor is not None
+        recorded = LLMCall(prompt_tokens, llm.output_tokens, self._opt_text(llm.error), self._opt_text(llm.text)) \
+            if redacts else LLMCall(prompt_tokens, llm.output_tokens, llm.error, llm.text)
         calls = tuple(calls)
         if recorded.failed and calls:
             raise SessionError("a failed model call asks for no tool calls")
         # calls a verdict on the call itself failed the run before are announced all the same: the recording's
         # turn has the calls the response asked for (none of them reached)
         self._announced = list(calls)
-        verdicts = self._run.model(recorded, [self._guarded(c) for c in calls], len(self._steps), ANSWER, asked)
+        verdicts = self._run.model(recorded, [self._guarded(c) for c in calls] if redacts else calls,
+                                   len(self._steps), ANSWER, asked)
         extra = {"x-input_tokens": llm.input_tokens} if llm.input_tokens not in (None, prompt_tokens) else {}
         self._write(verdicts, "llm", llm=recorded, t=t, extensions=extra)
-        return Decision(combine(verdicts), verdicts)
+        return _decision(verdicts)
 
     def rejected(self, reason: str, text: str | None = None, llm: LLMCall | None = None) -> Decision:
         """A model response the harness refused (no usable call, or several where one is required): a turn
@@ -326,11 +331,12 @@ class Session:
     def before_call(self, call: ToolCall, *, changed: bool = False) -> Decision:
         """Before a call runs: run it when `decision.runs` (allow, warn); then report it with `after_call`
         either way. `changed`: the file it reads changed outside the agent since the last read."""
-        self._check("before_call")
+        if self._closed or self._pending is not None or self._run.outcome is not None:
+            self._check("before_call")
         if self._mode is None:
             self._mode = "calls"  # no model calls reported: every call is a turn of its own, as in replay
         t = self._tick()
-        guarded = self._guarded(call)
+        guarded = self._guarded(call) if self._redactor is not None else call
         opens: tuple[ToolCall, ...] | None = None
         if self._mode == "calls":
             opens = (guarded,)  # every call a turn of its own
@@ -362,16 +368,17 @@ class Session:
         # a blocked call (or one that gave nothing) records only whether its file changed
         recorded: ToolResult | None = _CHANGED if pending.changed else None
         if ran and given is not None:
-            text, error, changed = self._opt_text(given.text), self._opt_text(given.error), pending.changed
             recorded = given
-            if text is not given.text or error is not given.error or (changed and not given.changed):
-                recorded = replace(given, text=text, error=error, changed=given.changed or changed)
+            if self._redactor is not None or pending.changed:
+                text, error, changed = self._opt_text(given.text), self._opt_text(given.error), pending.changed
+                if text is not given.text or error is not given.error or (changed and not given.changed):
+                    recorded = replace(given, text=text, error=error, changed=given.changed or changed)
         verdicts = run.after_call(guarded, recorded, len(self._steps))  # fed only if it ran
         # a call the policy blocked never ran: the recording marks its result unknown, so that a replay under a
         # looser policy does not take it for a success (it has nothing to feed the engines after it)
         self._write(verdicts, "tool", call=guarded, result=recorded, t=pending.t,
                     not_run=None if ran else _blocked(before.verdicts + verdicts))
-        decision = Decision(combine(verdicts), verdicts)
+        decision = _decision(verdicts)
         shown = self.guard.shown
         if given is not None and recorded is not None and ran:
             # the Guard's text is the (redacted) result with the warnings after it: send the agent's own
@@ -536,7 +543,8 @@ class Session:
         if self.recorder is not None:  # the step itself only for a recording: a live check needs its verdicts
             self.recorder.write(make_step(index, kind, agent=self.agent, **fields), redacted=True)
         call: ToolCall | None = fields.get("call")
-        self._steps.append(StepResult(index, kind, call.tool if call is not None else None, combine(verdicts),
+        self._steps.append(StepResult(index, kind, call.tool if call is not None else None,
+                                      combine(verdicts) if verdicts else Action.ALLOW,
                                       verdicts))
         if self._run.outcome is not None and self._announced:
             self._unreached()

@@ -22,6 +22,7 @@ def check(rows: list[Any], frameworks: list[tuple[str, str, str]], calls: int) -
         assert "skipped" not in row.extra, row.extra
         assert row.min_us > 0 and row.extra["unguarded_us"] > 0
         assert row.ratio == pytest.approx(row.min_us / row.extra["unguarded_us"], rel=1e-3)
+        assert row.median_us >= row.min_us and row.extra["ratio_paired_median"] > 0
         if row.item.startswith(tuple(_integrations.INFORMATIONAL)):
             assert row.met is None and row.goal.startswith("—")
         else:
@@ -32,7 +33,7 @@ def test_every_framework_gets_a_measured_row(monkeypatch: pytest.MonkeyPatch) ->
     quick = [f for f in FRAMEWORKS if f not in REAL_CLI]
     assert len(quick) == len(FRAMEWORKS) - 1
     monkeypatch.setattr(_integrations, "FRAMEWORKS", quick)
-    check(integration_rows(calls=4, repeat=1), quick, 4)
+    check(integration_rows(calls=4, repeat=3), quick, 4)
 
 
 @pytest.mark.slow
@@ -68,3 +69,15 @@ def test_the_command_prints_the_rows_as_json(capsys: pytest.CaptureFixture[str],
     assert cli.main(["bench", "--integrations", "--repeat", "1", "--json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["rows"]
     assert row["item"] == "LangChain, 3-call scripted run, guarded" and row["ratio"] > 0
+
+
+def test_the_table_names_the_runs_timed_beside_a_row(capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_integrations, "FRAMEWORKS", FRAMEWORKS[:1])
+    monkeypatch.setattr(_integrations, "integration_rows",
+                        lambda calls=200, repeat=5, _real=integration_rows: _real(calls=3, repeat=repeat))
+    assert cli.main(["bench", "--integrations", "--repeat", "1"]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if "the same run under" in x]
+    assert line.startswith("LangChain, the same run under noop middleware ")
+    assert "tool call limit middleware " in line and "model call limit middleware " in line
+    assert line.endswith("(each over unguarded)")

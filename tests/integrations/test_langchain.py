@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import subprocess
 import sys
@@ -346,3 +347,26 @@ def test_the_bench_times_beside_the_row_a_middleware_that_does_nothing(monkeypat
     assert row.extra["noop_middleware_us"] > 0
     assert row.extra["ratio_over_noop_middleware"] == pytest.approx(row.min_us / row.extra["noop_middleware_us"],
                                                                     rel=1e-2)
+    # and LangChain's own guards that only count, each over the unguarded run
+    for name in ("noop_middleware", "tool_call_limit_middleware", "model_call_limit_middleware"):
+        assert row.extra[f"{name}_ratio"] == pytest.approx(row.extra[f"{name}_us"] / row.extra["unguarded_us"],
+                                                           rel=1e-2)
+
+
+@pytest.mark.parametrize("baseline", ["tool_call_limit", "model_call_limit"])
+def test_langchains_own_limit_middlewares_let_the_bench_run_finish(baseline: str) -> None:
+    from pytest_loopguard.integrations import _langchain_bench
+
+    state = getattr(_langchain_bench, baseline)(5)
+    messages = state["messages"]
+    assert sum(isinstance(m, ToolMessage) and m.status != "error" for m in messages) == 5  # every call ran
+    assert messages[-1].content == "all done"  # the script's last answer: no limit ended the run
+
+
+def test_the_hooks_carry_their_signature_for_langsmith() -> None:
+    # LangChain wraps each hook in LangSmith's `traceable`, which asks `inspect.signature` of it on every call: a
+    # signature set on the function is read instead of worked out
+    for hook in ("wrap_model_call", "awrap_model_call", "wrap_tool_call", "awrap_tool_call"):
+        function = getattr(LoopguardMiddleware, hook)
+        assert list(vars(function)["__signature__"].parameters) == ["self", "request", "handler"]
+        assert list(inspect.signature(getattr(LoopguardMiddleware(), hook)).parameters) == ["request", "handler"]
