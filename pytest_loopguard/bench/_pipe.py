@@ -4,17 +4,21 @@ The same synthetic traces as the replay rows are replayed under a policy whose o
 the rows divide by the requests that went over the pipe (each one request and one reply), not by the traces'
 steps: with a trivial guard (it answers every request with no verdict) the row is the protocol's own cost
 (our side's encoding, the pipe, the guard's JSON), and with `loopguard serve --policy default` it is what an
-agent in another language pays for our Guard.
+agent in another language pays for our Guard. Each twice: with the guard on whichever CPU the system gives it
+(what a Python program that embeds the Guard gets), and sharing the replaying thread's CPU
+(`LOOPGUARD_GUARD_CPU=same`, what the `loopguard` command does).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import time
 from collections.abc import Sequence
 from typing import Final
 
+from ..core._machine import GUARD_CPU_ENV
 from ..core._model import Trace
 from ..engines import _pipe
 from ..engines.external import Settings as ExternalSettings
@@ -34,8 +38,12 @@ TRIVIAL_GUARD: Final = (
 )
 
 
-def _timed(traces: Sequence[Trace], command: Sequence[str], repeat: int) -> tuple[list[float], int]:
-    """Seconds per repeat of replaying `traces` through the guard, and the requests one repeat sends."""
+def _timed(traces: Sequence[Trace], command: Sequence[str], repeat: int, cpu: str) -> tuple[list[float], int]:
+    """Seconds per repeat of replaying `traces` through the guard started with `LOOPGUARD_GUARD_CPU=cpu`, and
+    the requests one repeat sends."""
+    _pipe.shutdown_all()  # a process started before runs where it was started
+    _pipe.SHARED.reset()
+    os.environ[GUARD_CPU_ENV] = cpu
     settings = ExternalSettings(command=tuple(command), timeout_s=30.0, instead=True)
     policy = dataclasses.replace(resolve_policy("default"), engines={"external": settings})
     replay(traces[0], policy)  # the process starts (and answers hello) outside the timing
@@ -53,16 +61,26 @@ def _timed(traces: Sequence[Trace], command: Sequence[str], repeat: int) -> tupl
 
 def pipe_rows(traces: Sequence[Trace], repeat: int) -> list[SuiteRow]:
     rows: list[SuiteRow] = []
-    for item, command, goal in (
-        ("guard protocol, trivial guard (python)", [sys.executable, "-c", TRIVIAL_GUARD], "≥ 20,000 events/s"),
-        ("guard protocol, loopguard serve --policy default",
-         [sys.executable, "-m", "pytest_loopguard.cli", "serve", "--policy", "default"], "—"),
-    ):
-        seconds, sent = _timed(traces, command, repeat)
-        per = [s / sent * 1e6 for s in seconds]
-        rate = sent / min(seconds)
-        met = rate >= 20_000 if goal != "—" else None
-        rows.append(SuiteRow(item, "event", sent, min(per), sorted(per)[len(per) // 2], goal=goal, met=met,
-                             extra={"events_per_s": round(rate), "requests": sent}))
-    _pipe.shutdown_all()
+    was = os.environ.get(GUARD_CPU_ENV)
+    try:
+        for item, command, goal in (
+            ("guard protocol, trivial guard (python)", [sys.executable, "-c", TRIVIAL_GUARD], "≥ 20,000 events/s"),
+            ("guard protocol, loopguard serve --policy default",
+             [sys.executable, "-m", "pytest_loopguard.cli", "serve", "--policy", "default"], "—"),
+        ):
+            for cpu, where in (("any", "any CPU"), ("same", "the caller's CPU")):
+                seconds, sent = _timed(traces, command, repeat, cpu)
+                per = [s / sent * 1e6 for s in seconds]
+                rate = sent / min(seconds)
+                met = rate >= 20_000 if goal != "—" else None
+                rows.append(SuiteRow(f"{item}, on {where}", "event", sent, min(per), sorted(per)[len(per) // 2],
+                                     goal=goal, met=met, extra={"events_per_s": round(rate), "requests": sent,
+                                                                "guard_cpu": cpu}))
+    finally:
+        _pipe.shutdown_all()
+        _pipe.SHARED.reset()
+        if was is None:
+            os.environ.pop(GUARD_CPU_ENV, None)
+        else:
+            os.environ[GUARD_CPU_ENV] = was
     return rows

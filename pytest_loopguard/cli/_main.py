@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 from collections.abc import Sequence
 from importlib import import_module
@@ -184,6 +185,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # made lives as long as the process, so the collector's full passes need not walk it again (~1% of a
         # 1,000-file run, measured with callgrind)
         gc.freeze()
+        # the guard processes this command starts share the CPU of the thread that talks to them (three times
+        # the requests per second: engines/_pipe.py); the command's own processes only, never a caller's
+        from ..core._machine import GUARD_CPU_ENV
+
+        os.environ.setdefault(GUARD_CPU_ENV, "same")
     command = next(c for c in COMMANDS if c.name == args.command)
     try:
         return command.module().run(args)

@@ -23,7 +23,9 @@ ROWS = [
     "live check, default, synthetic calls", "live check, default, realistic mix",
     "live check, default, realistic mix + ToolCall.of", "ToolCall.of",
     "Guard construction, default", "load yaml", "load json", "load jsonl",
-    "guard protocol, trivial guard (python)", "guard protocol, loopguard serve --policy default",
+    "guard protocol, trivial guard (python), on any CPU", "guard protocol, trivial guard (python), on the caller's CPU",
+    "guard protocol, loopguard serve --policy default, on any CPU",
+    "guard protocol, loopguard serve --policy default, on the caller's CPU",
 ]
 
 
