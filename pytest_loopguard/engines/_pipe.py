@@ -45,6 +45,8 @@ _CHUNK: Final = 65536
 # process woken from select pays the scheduler's wake-up on top (about half of a trivial guard's round trip
 # here). Only with a second CPU, where the guard runs meanwhile; on one, polling would only delay it.
 _POLL_S: Final = 50e-6 if usable_cpus() > 1 else 0.0
+
+
 class _Shared:
     """The CPU a thread shares with the guard processes it starts (`LOOPGUARD_GUARD_CPU=same`), chosen at the
     first start; `thread` is that thread's identity (None: not chosen yet, or not shared)."""
@@ -78,6 +80,7 @@ class _Shared:
 
 
 SHARED: Final = _Shared()
+
 _BEFORE_HELLO: Final = "wrote to stdout before its reply to hello (stdout carries the replies alone; log to stderr): "
 
 
