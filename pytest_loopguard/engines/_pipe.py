@@ -8,7 +8,8 @@ that process and is one line (`GuardProcessError`) naming the command, the run a
 killed, never left behind (also at interpreter exit).
 
 With `LOOPGUARD_GUARD_CPU=same` in the environment (the `loopguard` command sets it unless it is set), the first
-thread that starts a guard process is moved to one CPU and every guard process it starts runs there too. A
+thread that starts a guard process is moved to a CPU no other process has claimed (`claim_cpu`) and every guard
+process it starts runs there too. A
 request and its reply never overlap, so the two lose no parallelism, and a guard woken on the CPU its caller
 just gave up answers three times sooner than one woken on another, idle CPU (a trivial guard: ~58 µs per
 event → ~19 µs here). Linux only; elsewhere, and with any other value, the processes run where the system puts
@@ -29,7 +30,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ..core._machine import GUARD_CPU_ENV, one_cpu, set_cpu, usable_cpus
+from ..core._machine import GUARD_CPU_ENV, claim_cpu, release_cpu, set_cpu, usable_cpus
 from ..core._wire import PROTOCOL_VERSION
 from ..errors import GuardProcessError
 
@@ -64,10 +65,12 @@ class _Shared:
         if not self.chosen:
             self.chosen = True
             if os.environ.get(GUARD_CPU_ENV) == "same":
-                cpu = one_cpu()
+                cpu = claim_cpu()  # None when every CPU is another process's: then the system places them
                 before = os.sched_getaffinity(0) if cpu is not None else set()
                 if cpu is not None and set_cpu(0, cpu):
                     self.cpu, self.thread, self.before = cpu, threading.get_ident(), before
+                elif cpu is not None:
+                    release_cpu(cpu)
         return self.cpu if self.thread is not None and self.thread == threading.get_ident() else None
 
     def reset(self) -> None:
@@ -76,6 +79,8 @@ class _Shared:
         already started stay where they are."""
         if self.thread == threading.get_ident() and self.before:
             os.sched_setaffinity(0, self.before)
+        if self.cpu is not None:
+            release_cpu(self.cpu)
         self.chosen, self.cpu, self.thread, self.before = False, None, None, set()
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_loopguard.core._machine import GUARD_CPU_ENV, one_cpu
+from pytest_loopguard.bench._suite import write_corpus
+from pytest_loopguard.core._machine import GUARD_CPU_ENV, LOCKS_ENV, claim_cpu, current_cpu, release_cpu
 from pytest_loopguard.engines import _pipe
 from pytest_loopguard.engines._pipe import GuardProcess
 
@@ -39,9 +40,11 @@ for line in sys.stdin:
 
 
 @pytest.fixture
-def fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No CPU chosen yet in this process; afterwards this thread may use its CPUs again."""
+def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """No CPU chosen yet in this process, claims kept apart from other processes'; afterwards this thread may use
+    its CPUs again and holds no claim."""
     mine = os.sched_getaffinity(0)
+    monkeypatch.setenv(LOCKS_ENV, str(tmp_path / "locks"))
     _pipe.SHARED.reset()
     yield
     _pipe.SHARED.reset()
@@ -61,7 +64,7 @@ def test_same_puts_the_thread_and_its_guards_on_one_cpu(tmp_path: Path, fresh: N
     everywhere = os.sched_getaffinity(0)
     proc, out = start(tmp_path)
     try:
-        assert proc.cpu == one_cpu() and proc.cpu in everywhere
+        assert proc.cpu in everywhere
         assert os.sched_getaffinity(0) == os.sched_getaffinity(proc._proc.pid) == {proc.cpu}
         for i in range(50):  # requests and replies go on as ever (no poll: the guard runs on this CPU)
             assert proc.request({"op": "turn_end", "index": i}, f"step {i}") == {"verdicts": []}
@@ -110,26 +113,80 @@ def test_only_the_thread_that_was_moved_shares_its_cpu(tmp_path: Path, fresh: No
         first.close()
 
 
-def command_guard_cpus(tmp_path: Path, env_value: str | None) -> dict[str, list[int]]:
-    """Run `loopguard replay` as its own process on a trace under a policy whose engine is GUARD."""
+def command_guard_cpus(tmp_path: Path, env_value: str | None, *args: str) -> list[dict[str, list[int]]]:
+    """Run `loopguard ARGS` (default: replay one trace) as its own process under a policy whose engine is GUARD; what
+    each guard it started saw."""
     out = tmp_path / f"cpus-{env_value}.jsonl"
     (tmp_path / "guard.py").write_text(GUARD, encoding="utf-8")
     policy = tmp_path / "policy.yaml"
     command = json.dumps([sys.executable, str(tmp_path / "guard.py"), str(out)])  # JSON is YAML
     policy.write_text(f"name: cpus\nexternal:\n  command: {command}\n  instead: true\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != GUARD_CPU_ENV}
+    env[LOCKS_ENV] = str(tmp_path / "locks")  # claims apart from other processes' on this machine
     if env_value is not None:
         env[GUARD_CPU_ENV] = env_value
-    done = subprocess.run([sys.executable, "-m", "pytest_loopguard.cli", "replay",
-                           str(REPO / "traces/loop_guard/branch_consecutive.yaml"), "--policy", str(policy)],
+    command = list(args) or ["replay", str(REPO / "traces/loop_guard/branch_consecutive.yaml")]
+    done = subprocess.run([sys.executable, "-m", "pytest_loopguard.cli", *command, "--policy", str(policy)],
                           env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode in (0, 1), done.stderr  # a verdict mismatch is not the point here
-    (line,) = out.read_text(encoding="utf-8").splitlines()
-    return dict(json.loads(line))
+    return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
 
 
 def test_the_command_shares_one_cpu_unless_told_otherwise(tmp_path: Path) -> None:
     everywhere = sorted(os.sched_getaffinity(0))
-    shared = command_guard_cpus(tmp_path, None)
+    (shared,) = command_guard_cpus(tmp_path, None)
     assert shared["guard"] == shared["caller"] and len(shared["guard"]) == 1 and shared["guard"][0] in everywhere
-    assert command_guard_cpus(tmp_path, "any") == {"guard": everywhere, "caller": everywhere}
+    assert command_guard_cpus(tmp_path, "any") == [{"guard": everywhere, "caller": everywhere}]
+
+
+def test_workers_that_run_at_once_never_share_a_cpu(tmp_path: Path) -> None:
+    everywhere = sorted(os.sched_getaffinity(0))
+    corpus = write_corpus(tmp_path, 2 * 128, seed=0)  # two batches of MIN_BATCH files: a worker each
+    seen = command_guard_cpus(tmp_path, None, "run", "-j", "2", str(corpus))
+    assert len(seen) == 2  # a guard per worker
+    assert all(s["guard"] == s["caller"] and len(s["guard"]) == 1 for s in seen)
+    assert len({s["guard"][0] for s in seen}) == min(2, len(everywhere))
+
+
+def test_the_cpu_is_the_one_the_thread_runs_on() -> None:
+    # read from the kernel: the thread's CPU is one it may run on, and a thread moved to one CPU runs there
+    mine = os.sched_getaffinity(0)
+    assert current_cpu() in mine
+    for cpu in sorted(mine):
+        os.sched_setaffinity(0, {cpu})
+        try:
+            assert current_cpu() == cpu
+        finally:
+            os.sched_setaffinity(0, mine)
+
+
+CLAIM = "import sys; from pytest_loopguard.core._machine import claim_cpu; print(claim_cpu())"
+
+
+def test_a_claimed_cpu_is_no_other_processs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(LOCKS_ENV, str(tmp_path))
+    mine = sorted(os.sched_getaffinity(0))
+
+    def elsewhere() -> str:  # another process's claim, on the same folder
+        return subprocess.run([sys.executable, "-c", CLAIM], capture_output=True, text=True, check=True,
+                              env={**os.environ, LOCKS_ENV: str(tmp_path)}).stdout.strip()
+
+    held = []
+    try:
+        os.sched_setaffinity(0, {mine[-1]})
+        try:  # the thread's own CPU first
+            held.append(claim_cpu())
+        finally:
+            os.sched_setaffinity(0, set(mine))
+        assert held == [mine[-1]]
+        while len(held) < len(mine):
+            held.append(claim_cpu())
+        assert sorted(held) == mine  # one claim per CPU, each a different one
+        assert claim_cpu() is None and elsewhere() == "None"  # every CPU is this process's
+        release_cpu(mine[0])
+        held.remove(mine[0])
+        assert elsewhere() == str(mine[0])  # given up: another process takes it (and its claim ends with it)
+    finally:
+        for cpu in held:
+            release_cpu(cpu)
+    assert int(elsewhere()) in mine  # all free again
