@@ -13,6 +13,7 @@ __all__ = ["GUARD_CPU_ENV", "LOCKS_ENV", "claim_cpu", "current_cpu", "release_cp
 # sets it for its own processes unless it is set already
 GUARD_CPU_ENV: Final = "LOOPGUARD_GUARD_CPU"
 LOCKS_ENV: Final = "LOOPGUARD_CPU_LOCKS"  # where the claims on CPUs are kept (`claim_cpu`)
+_CLAIMS: dict[int, int] = {}  # this process's claims: cpu -> the descriptor holding its lock
 
 
 def usable_cpus() -> int:
@@ -64,9 +65,6 @@ def release_cpu(cpu: int) -> None:
     fd = _CLAIMS.pop(cpu, None)
     if fd is not None:
         os.close(fd)
-
-
-_CLAIMS: dict[int, int] = {}  # cpu -> the descriptor holding its lock
 
 
 def current_cpu() -> int | None:

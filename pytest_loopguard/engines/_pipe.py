@@ -9,11 +9,10 @@ killed, never left behind (also at interpreter exit).
 
 With `LOOPGUARD_GUARD_CPU=same` in the environment (the `loopguard` command sets it unless it is set), the first
 thread that starts a guard process is moved to a CPU no other process has claimed (`claim_cpu`) and every guard
-process it starts runs there too. A
-request and its reply never overlap, so the two lose no parallelism, and a guard woken on the CPU its caller
-just gave up answers three times sooner than one woken on another, idle CPU (a trivial guard: ~58 µs per
-event → ~19 µs here). Linux only; elsewhere, and with any other value, the processes run where the system puts
-them.
+process it starts runs there too. A request and its reply never overlap, so the two lose no parallelism, and a
+guard woken on the CPU its caller just gave up answers three times sooner than one woken on another, idle CPU (a
+trivial guard: ~60 µs per event → ~20 µs here). Linux only; elsewhere, with any other value, and when every CPU is
+claimed, the processes run where the system puts them.
 """
 
 from __future__ import annotations
