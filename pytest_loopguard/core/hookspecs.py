@@ -10,7 +10,8 @@ step's action is the most severe one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import pluggy
 
@@ -20,11 +21,53 @@ if TYPE_CHECKING:
     from ._model import Done, LLMCall, Message, Rejected, ToolCall, ToolResult
     from ._runcontext import Turn
 
-__all__ = ["PROJECT", "hookimpl", "hookspec"]
+__all__ = ["PROJECT", "hookimpl", "hookspec", "impl_options"]
 
 PROJECT = "loopguard"
 hookspec = pluggy.HookspecMarker(PROJECT)
-hookimpl = pluggy.HookimplMarker(PROJECT)
+
+# What pluggy's marker could not mark: a method compiled by mypyc (the compiled build's engines) takes no
+# attributes, so its options are kept here, by the method itself, and read with `impl_options`.
+_MARKED: dict[object, Any] = {}
+_F = TypeVar("_F", bound=Callable[..., object])
+
+
+class _HookimplMarker:
+    """pluggy's `HookimplMarker`, which also marks a compiled method (one that takes no attributes)."""
+
+    def __init__(self, project_name: str) -> None:
+        self.project_name = project_name
+        self._marker = pluggy.HookimplMarker(project_name)
+
+    @overload
+    def __call__(self, function: _F, **options: Any) -> _F: ...
+    @overload
+    def __call__(self, function: None = None, **options: Any) -> Callable[[_F], _F]: ...
+    def __call__(self, function: _F | None = None, **options: Any) -> _F | Callable[[_F], _F]:
+        mark = self._marker(**options)
+
+        def marked(fn: _F) -> _F:
+            try:
+                mark(fn)  # pluggy sets its options as an attribute of `fn`
+            except AttributeError:  # a compiled method: the options pluggy would have set, kept here
+                _MARKED[fn] = getattr(mark(_probe), _IMPL_ATTR)
+            return fn
+
+        return marked if function is None else marked(function)
+
+
+def _probe() -> None:
+    """What the marker marks to read the options it gives (a fresh attribute each time)."""
+
+
+_IMPL_ATTR = PROJECT + "_impl"
+hookimpl = _HookimplMarker(PROJECT)
+
+
+def impl_options(function: object) -> Any:
+    """The options `@hookimpl` gave `function` (pluggy's attribute, or what a compiled method keeps), or None."""
+    options = getattr(function, _IMPL_ATTR, None)
+    return options if options is not None else _MARKED.get(function)
 
 
 @hookspec

@@ -10,7 +10,8 @@ from typing import Final, final
 
 from ..core._js import ANY, DIGIT, SPACE, utf8_slices
 
-_SHARED_HASH: Final = re.compile("[\ud800-\udfff\ufffd]")  # a surrogate, or what Node writes for a lone one
+# a surrogate, or what Node writes for a lone one (written with chr: mypyc takes no surrogate in a literal)
+_SHARED_HASH: Final = re.compile("[" + chr(0xD800) + "-" + chr(0xDFFF) + chr(0xFFFD) + "]")
 
 __all__ = ["CODE_FENCE", "DIVIDER", "STRUCTURE", "ChunkIndex", "Repeats"]
 

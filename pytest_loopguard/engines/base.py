@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 
 from ..core._registry import Registry
+from .settings import EngineSettings, SettingError, at_least
+
+try:  # the compiled build's class options; without mypy installed (pure Python) they are not needed
+    from mypy_extensions import mypyc_attr
+except ImportError:  # pragma: no cover - depends on the environment
+    def mypyc_attr(*_args: object, **_options: object) -> Callable[[Any], Any]:  # type: ignore[misc]
+        return lambda cls: cls
 
 if TYPE_CHECKING:
     from ..core._model import ToolCall
@@ -27,32 +33,16 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class EngineSettings:
-    """Base of every engine's settings dataclass (frozen; presets and overrides build new instances)."""
+SettingsT = TypeVar("SettingsT")
 
 
-class SettingError(ValueError):
-    """A settings value out of its range; the policy layer turns it into a PolicyError naming the setting."""
-
-    def __init__(self, setting: str, problem: str) -> None:
-        self.setting = setting
-        self.problem = problem
-        super().__init__(f"{setting}: {problem}")
-
-
-def at_least(settings: object, minimum: int, *names: str) -> None:
-    """Raise SettingError for the first of `names` whose value is below `minimum` (None means off)."""
-    for name in names:
-        value = getattr(settings, name)
-        if value is not None and value < minimum:
-            raise SettingError(name, f"expected an integer >= {minimum}, got {value!r}")
-
-
-class Engine:
+# compiled (mypyc) in the compiled build: engines of other packages, never compiled, subclass it all the same
+@mypyc_attr(allow_interpreted_subclasses=True)
+class Engine(Generic[SettingsT]):
     """Base of the engines: one instance per run, holding that run's state only.
 
-    Subclasses set `name`, `Settings` and `REASONS` and implement hooks from `hookspecs` with `@hookimpl`.
+    Subclasses set `name`, `Settings` and `REASONS` and implement hooks from `hookspecs` with `@hookimpl`;
+    `Engine[MySettings]` types `self.settings` as the engine's own settings class.
     """
 
     name: ClassVar[str] = ""
@@ -60,7 +50,7 @@ class Engine:
     # The reason codes the engine's verdicts can carry, each `name.code`; rule coverage reports on them.
     REASONS: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, settings: Any, run: RunContext) -> None:
+    def __init__(self, settings: SettingsT, run: RunContext) -> None:
         self.settings = settings
         self.run = run
 
@@ -81,7 +71,7 @@ ENTRY_POINT_GROUP: Final = "loopguard.engines"
 
 # Every engine class a policy can name. A built-in is named like an entry point (`module:ENGINE`) and imported
 # at the first look-up, so importing this contract never imports an engine.
-ENGINES: Final[Registry[Engine]] = Registry(
+ENGINES: Final[Registry[Engine[Any]]] = Registry(
     "engine", Engine, ENTRY_POINT_GROUP, "ENGINE",
     # `external` (a guard process) is built in but not in ENGINE_ORDER: it runs after the others
     builtins={name: f"{__package__}.{name}:ENGINE" for name in (*ENGINE_ORDER, "external")},
@@ -90,7 +80,7 @@ ENGINES: Final[Registry[Engine]] = Registry(
 register_engine: Final = ENGINES.register  # the name code has used since engines became pluggable
 
 
-def registry() -> dict[str, type[Engine]]:
+def registry() -> dict[str, type[Engine[Any]]]:
     """Every known engine class by name: the built-ins, installed plugins' and registered ones (loaded once)."""
     return ENGINES.classes()
 
@@ -100,7 +90,7 @@ def registry_version() -> int:
     return ENGINES.version
 
 
-def load_engine_plugins() -> list[type[Engine]]:
+def load_engine_plugins() -> list[type[Engine[Any]]]:
     """The engine classes installed packages declare in the `loopguard.engines` entry-point group, read now.
 
     An entry point names an Engine subclass (`pkg.module:MyEngine`) or a module with an `ENGINE`, like the

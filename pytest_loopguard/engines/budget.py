@@ -33,8 +33,9 @@ from urllib.parse import urlsplit
 
 from ..core._model import Action, ToolCall, ToolResult, Verdict
 from ..core.hookspecs import hookimpl
-from .base import Engine, EngineSettings, at_least, per_settings
-from .lru import DEFAULT_MAX_KEYS, LRUMap
+from .base import Engine, per_settings
+from .lru import LRUMap
+from .settings.budget import Settings
 
 if TYPE_CHECKING:
     from ..core._model import ToolCall
@@ -42,28 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ENGINE", "RECOMMENDED_NEXT", "Budget", "BudgetEvent", "Envelope", "Settings"]
 
-
-@dataclass(frozen=True, slots=True)
-class Settings(EngineSettings):
-    max_tool_calls: int | None = None
-    max_wall_ms: int | None = None
-    max_consecutive_same_tool: int | None = 5
-    max_observation_streak: int | None = 6
-    max_failure_streak: int | None = 4
-    max_same_url_navigations: int | None = 3
-    allowed_domains: tuple[str, ...] | None = None
-    checkpoint_every_calls: int | None = None
-    near_ratio: float = 0.8
-    recent_events: int = 10
-    url_arg: str = "url"
-    # generic shell/terminal tools: every step of a bash-only agent is the same tool, so a streak of
-    # them carries no signal (it fired on 173 of 175 resolved calibration runs); they reset the streak
-    same_tool_exempt: tuple[str, ...] = ()
-    # navigation counts keep at most this many URLs, least recently used evicted first (docs/engines.md)
-    max_keys: int = DEFAULT_MAX_KEYS
-
-    def __post_init__(self) -> None:
-        at_least(self, 1, "max_keys")
 
 
 # What the agent should do next, per budget (seed 002; the domain rule's entry is our choice).
@@ -152,7 +131,7 @@ _derived = per_settings(_Derived)  # a task's own budget makes new settings per 
 BudgetSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
 
 
-class Budget(Engine):
+class Budget(Engine[BudgetSettings]):
     name = "budget"
     Settings = Settings
     # Every reason code this engine's verdicts carry (rule coverage lists the ones no trace exercises).
@@ -173,7 +152,6 @@ class Budget(Engine):
         if task is not None and task.budget:
             settings = dataclasses.replace(settings, **task.budget)
         super().__init__(settings, run)
-        self.settings: BudgetSettings = settings
         self._task = task
         self._open = task is not None and task.phase != "done"
         self._phase: str = task.phase if task is not None else ""

@@ -17,12 +17,12 @@ call where something was replaced; nothing when nothing was (a silent call keeps
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..core._model import Action, Verdict
 from ..core.hookspecs import hookimpl
-from .base import Engine, EngineSettings
+from .base import Engine
+from .settings.dedup import Settings
 
 if TYPE_CHECKING:
     from ..core._conversation import PromptView
@@ -32,16 +32,11 @@ if TYPE_CHECKING:
 __all__ = ["ENGINE", "Dedup", "Settings"]
 
 
-@dataclass(frozen=True, slots=True)
-class Settings(EngineSettings):
-    tools: tuple[str, ...] = ("browser_snapshot", "browser_tab_list")
-    placeholder: str = "[{tool} output superseded by a later call]"
-
 
 DedupSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
 
 
-class Dedup(Engine):
+class Dedup(Engine[DedupSettings]):
     """Keeps one full result per polling tool in the prompt view."""
 
     name = "dedup"
@@ -53,7 +48,6 @@ class Dedup(Engine):
 
     def __init__(self, settings: DedupSettings, run: RunContext) -> None:
         super().__init__(settings, run)
-        self.settings: DedupSettings = settings
         self._tools = frozenset(settings.tools)
         self._latest: dict[str, int] = {}  # tool -> view index of its most recent (full) result
         self._scanned = 0  # view entries before this index have been looked at

@@ -106,7 +106,7 @@ def _let_go(proc: GuardProcess, key: tuple[Any, ...]) -> None:
 
 
 @final
-class External(Engine):
+class External(Engine[ExternalSettings]):
     name = "external"
     Settings = Settings
     REASONS = ()  # the guard's own codes: not known before it runs

@@ -32,15 +32,15 @@ The ordered set of regions read (`regions`) survives compaction: the tracker off
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ..core._identity import key_part
 from ..core._model import Action, ToolCall, ToolResult, Verdict
 from ..core._runcontext import Region
 from ..core.hookspecs import hookimpl
-from .base import Engine, EngineSettings, at_least
-from .lru import DEFAULT_MAX_KEYS, LRUMap
+from .base import Engine
+from .lru import LRUMap
+from .settings.read_tracker import Settings
 
 if TYPE_CHECKING:
     from ..core._model import Message
@@ -51,39 +51,11 @@ __all__ = ["ENGINE", "ReadTracker", "Region", "Settings"]
 _SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 
 
-@dataclass(frozen=True, slots=True)
-class Settings(EngineSettings):
-    warn_at: int = 3
-    block_at: int = 4
-    shared_streak: bool = False  # hermes: reads and searches share one last-key/count pair
-    search_pagination: bool = True  # hermes (the seed's version): False
-    unchanged_stub: bool = False  # hermes-current: True
-    read_offset_default: int = 1
-    # arguments that name a read's file when `path` is absent (Hermes reads `path` only: off in its presets)
-    path_fallbacks: tuple[str, ...] = ()
-    read_limit_default: int = 500
-    search_target_default: str = "content"
-    search_path_default: str = "."
-    search_limit_default: int = 50
-    search_offset_default: int = 0
-    # per-file layer (default; None = off): thresholds chosen with `loopguard eval`, docs/presets.md
-    file_reads_warn_at: int | None = None
-    file_reads_warn_every: int = 10
-    file_reads_block_at: int | None = None
-    exact_reread_warn_at: int | None = None
-    file_reverts_warn_at: int | None = None
-    # per-region and per-file maps keep at most this many keys: regions drop the first read, counters the
-    # least recently used (docs/engines.md, "Bounded state")
-    max_keys: int = DEFAULT_MAX_KEYS
-
-    def __post_init__(self) -> None:
-        at_least(self, 1, "max_keys")
-
 
 ReadTrackerSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
 
 
-class ReadTracker(Engine):
+class ReadTracker(Engine[ReadTrackerSettings]):
     name = "read_tracker"
     Settings = Settings
     # Every reason code this engine's verdicts carry (rule coverage lists the ones no trace exercises).
@@ -99,7 +71,6 @@ class ReadTracker(Engine):
 
     def __init__(self, settings: ReadTrackerSettings, run: RunContext) -> None:
         super().__init__(settings, run)
-        self.settings: ReadTrackerSettings = settings
         # one streak when shared; otherwise index 0 is the read streak and index 1 the search streak
         self._last: list[Hashable | None] = [None, None]
         self._count = [0, 0]

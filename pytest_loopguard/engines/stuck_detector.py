@@ -19,7 +19,6 @@ messages and 10 condensations; the SDK its window; Gemini 25 keys and a 5,000-ch
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -28,7 +27,8 @@ from ..core._js import utf8_form, utf16
 from ..core._model import Action, Verdict
 from ..core.hookspecs import hookimpl
 from ._repeated_text import CODE_FENCE, DIVIDER, STRUCTURE, ChunkIndex
-from .base import Engine, EngineSettings, SettingError, at_least
+from .base import Engine
+from .settings.stuck_detector import Settings
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
@@ -40,42 +40,6 @@ __all__ = ["ENGINE", "Settings", "StuckDetector"]
 
 NAME = "stuck_detector"
 
-
-@dataclass(frozen=True, slots=True)
-class Settings(EngineSettings):
-    """Which detector, and its thresholds (defaults: each source's own; docs/engines.md has the table)."""
-
-    detector: Literal["openhands", "openhands_sdk", "gemini"] = "openhands"
-    # openhands and openhands_sdk: CodeAct's tool names for the result kinds
-    command_tools: tuple[str, ...] = ("execute_bash",)
-    ipython_tools: tuple[str, ...] = ("execute_ipython_cell",)
-    # openhands (V0): false = the GUI server, which looks only after the last user message
-    headless: bool = True
-    # openhands_sdk: StuckDetectionThresholds and the scan window
-    action_observation: int = 4
-    action_error: int = 3
-    monologue: int = 3
-    alternating_pattern: int = 6
-    window: int = 20
-    # gemini: the tool check ...
-    cycle_lengths: tuple[int, ...] = (1, 2, 3, 4, 5)
-    cycle_repeats: int = 5
-    tool_history: int = 25
-    # ... and the content check
-    chunk_size: int = 50
-    content_threshold: int = 10
-    max_average_distance: int = 250
-    max_distinct_periods: int = 5
-    content_buffer: int = 5000
-
-    def __post_init__(self) -> None:
-        at_least(self, 1, "action_observation", "action_error", "monologue", "window", "cycle_repeats",
-                 "tool_history", "chunk_size", "max_average_distance", "max_distinct_periods", "content_buffer")
-        at_least(self, 2, "content_threshold")  # an average distance needs two positions
-        at_least(self, 3, "alternating_pattern")  # a[i] = a[i+2] needs three places
-        for i, k in enumerate(self.cycle_lengths):
-            if k < 1:
-                raise SettingError(f"cycle_lengths[{i}]", f"expected an integer >= 1, got {k!r}")
 
 
 StuckSettings = Settings  # the class attribute `Settings` below shadows the name inside the class
@@ -511,7 +475,7 @@ class _Gemini(_Rules):
 _RULE_SETS: dict[str, type[_Rules]] = {"openhands": _OpenHands, "openhands_sdk": _OpenHandsSDK, "gemini": _Gemini}
 
 
-class StuckDetector(Engine):
+class StuckDetector(Engine[StuckSettings]):
     """Feeds the run's calls, results, texts and condensations to the chosen rule set.
 
     The OpenHands detectors never block: their `stop` on a tool step means the call ran and the run ends
@@ -536,7 +500,6 @@ class StuckDetector(Engine):
 
     def __init__(self, settings: StuckSettings, run: RunContext) -> None:
         super().__init__(settings, run)
-        self.settings: StuckSettings = settings
         self._rules = _RULE_SETS[settings.detector](settings, run)
         self._gemini = settings.detector == "gemini"
         self._stopped = False

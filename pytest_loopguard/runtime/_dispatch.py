@@ -50,7 +50,6 @@ EVENT_ARGS: Final[dict[str, tuple[str, ...]]] = {
         "loopguard_message", "loopguard_rejected", "loopguard_done", "loopguard_not_run", "loopguard_run_end",
     )
 }
-_IMPL_ATTR: Final = hookspecs.PROJECT + "_impl"
 _PLUGGY_ONLY: Final = ("wrapper", "hookwrapper", "tryfirst", "trylast", "specname")
 
 Fn = Callable[..., Any]
@@ -85,7 +84,7 @@ def read_impls(cls: type) -> dict[str, Picks] | None:
     out: dict[str, Picks] = {}
     for name, spec in EVENT_ARGS.items():
         function = getattr(cls, name, None)
-        opts = getattr(function, _IMPL_ATTR, None)
+        opts = hookspecs.impl_options(function)
         if opts is None:
             continue
         if any(opts.get(k) for k in _PLUGGY_ONLY):
@@ -125,7 +124,7 @@ def _impl(method: Fn, picks: Picks) -> Impl:
 Layout = dict[str, tuple[tuple[int, int, Picks], ...]]  # per event: (engine index, how, picks) in policy order
 
 
-def _layout(engines: Sequence[Engine]) -> Layout | None:
+def _layout(engines: Sequence[Engine[Any]]) -> Layout | None:
     """Per event, which engines implement it and how they are called; None when pluggy is needed."""
     table: dict[str, list[tuple[int, int, Picks]]] = {name: [] for name in EVENT_ARGS}
     for i, engine in enumerate(engines):
@@ -159,7 +158,7 @@ class Plan:
         # kept per combination the runs answered (one, for every built-in engine)
         self.layouts: dict[tuple[frozenset[str], ...], Layout | None] = {}
 
-    def direct_events(self, engines: Sequence[Engine]) -> Events | None:
+    def direct_events(self, engines: Sequence[Engine[Any]]) -> Events | None:
         """The event table of one run's `engines` (built from this plan), or None when pluggy is needed."""
         idle = tuple([e.idle_hooks() for e in engines])
         layouts = self.layouts
@@ -170,7 +169,7 @@ class Plan:
         return None if layout is None else direct_events(engines, layout)
 
 
-def _engine_class(name: str) -> type[Engine]:
+def _engine_class(name: str) -> type[Engine[Any]]:
     cls = ENGINES.get(name)
     if cls is None:  # a policy names only engines it found; one unregistered since cannot be built
         raise KeyError(name)
@@ -192,7 +191,7 @@ def plan(policy: Policy) -> Plan:
     return found
 
 
-def direct_events(engines: Sequence[Engine], layout: Layout) -> Events:
+def direct_events(engines: Sequence[Engine[Any]], layout: Layout) -> Events:
     """Per event, the engines' bound implementations in policy order, as `layout` places them."""
     events = _NO_EVENTS.copy()  # most events have no implementation: they keep the shared empty tuple
     for name, fns in layout.items():
@@ -292,7 +291,10 @@ class PluginManager(pluggy.PluginManager):
     def parse_hookimpl_opts(self, plugin: object, name: str) -> Any:
         if not name.startswith("loopguard_"):
             return None
-        return super().parse_hookimpl_opts(plugin, name)
+        options = super().parse_hookimpl_opts(plugin, name)
+        if options is None:  # a compiled engine's method: its marks are kept apart (`hookspecs.impl_options`)
+            options = hookspecs.impl_options(getattr(type(plugin), name, None))
+        return options
 
     def parse_hookspec_opts(self, module_or_class: Any, name: str) -> Any:
         if not name.startswith("loopguard_"):

@@ -158,7 +158,7 @@ class Guard:
 
     def _adopt(self, pm: PluginManager) -> None:
         # pluggy calls the last registered first: register in reverse so engines run in policy order
-        for engine in reversed(self._engines):
+        for engine in self._engines[::-1]:
             pm.register(engine, name=engine.name)
         pm.on_change = self._plugins_changed
         self._pm = pm
