@@ -1,14 +1,17 @@
-"""The optional compiled build: mypyc compiles the typed replay core when LOOPGUARD_COMPILE=1, else nothing happens.
+"""The compiled build: mypyc compiles the replay core and the engines when the machine has a C compiler.
 
 Two ways in, one list of modules (`compile` in pyproject.toml's `[tool.hatch.build.targets.wheel.hooks.custom]`):
 
-- `LOOPGUARD_COMPILE=1 pip install .` (or `pip wheel .`): hatchling runs `CompiledBuildHook`, which asks for mypy
-  and setuptools as extra build requirements, compiles in a temporary folder and adds the extension modules to
-  the wheel beside the `.py` files (Python imports an extension module before a source file of the same name).
+- `pip install .` (a checkout or the sdist) or `pip wheel .`: hatchling runs `CompiledBuildHook`. Where a C
+  compiler and Python's headers are found it asks for mypy and setuptools as extra build requirements,
+  compiles in a temporary folder and adds the extension modules to the wheel beside the `.py` files (Python
+  imports an extension module before a source file of the same name). Where they are not, or compiling fails,
+  the wheel is pure Python, with a line saying why. `LOOPGUARD_COMPILE=0` asks for pure Python;
+  `LOOPGUARD_COMPILE=1` for compiled or a failed build, never a silent fallback.
 - `python hatch_build.py` builds them in place, next to the sources, for a development tree
   (`python hatch_build.py --clean` removes them again).
 
-Without the variable the wheel and the editable install are pure Python: installing never needs a compiler.
+An editable install (`pip install -e .`) is always pure Python: it runs the sources as they are edited.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import sysconfig
 import tempfile
 import tomllib
 from pathlib import Path
@@ -30,9 +34,30 @@ PACKAGE = "pytest_loopguard"
 _BUILD_REQUIRES = ["mypy>=1.10", "setuptools>=65", "types-PyYAML", "types-tabulate"]
 
 
+def mode() -> str:
+    """What LOOPGUARD_COMPILE asks for: `pure` (0, false, no, pure), `auto` (unset, empty or auto: compiled
+    where the machine can compile) or `compiled` (any other value: compiled, or the build fails)."""
+    value = os.environ.get(ENV, "").strip().lower()
+    if value in ("0", "false", "no", "pure"):
+        return "pure"
+    return "auto" if value in ("", "auto") else "compiled"
+
+
+def missing_toolchain() -> str | None:
+    """What this machine lacks to compile extension modules (the C compiler Python was built with, or
+    Python's headers), or None when it has both."""
+    compiler = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()
+    if not compiler or shutil.which(compiler[0]) is None:
+        return f"no C compiler ({compiler[0] if compiler else 'CC is empty'} not found)"
+    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
+        return f"no Python headers (Python.h not in {sysconfig.get_paths()['include']})"
+    return None
+
+
 def wanted() -> bool:
-    """Whether this build compiles: LOOPGUARD_COMPILE set to anything but empty, 0, false or no."""
-    return os.environ.get(ENV, "").strip().lower() not in ("", "0", "false", "no")
+    """Whether this build tries to compile: asked for, or left to the machine and the machine can."""
+    asked = mode()
+    return asked == "compiled" or (asked == "auto" and missing_toolchain() is None)
 
 
 def modules(root: Path = ROOT) -> list[str]:
@@ -85,7 +110,7 @@ def clean(root: Path = ROOT) -> list[Path]:
 
 
 class CompiledBuildHook(BuildHookInterface):  # type: ignore[type-arg]
-    """Hatchling's hook: with LOOPGUARD_COMPILE set, a standard wheel gets the compiled modules."""
+    """Hatchling's hook: a standard wheel gets the compiled modules, where wanted (`wanted`) and they compile."""
 
     PLUGIN_NAME = "custom"
 
@@ -95,12 +120,27 @@ class CompiledBuildHook(BuildHookInterface):  # type: ignore[type-arg]
         return [*_BUILD_REQUIRES, *self.metadata.core.dependencies]
 
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
-        if not wanted() or self.target_name != "wheel" or version == "editable":
+        if self.target_name != "wheel" or version == "editable":
             return  # an editable install stays pure: `python hatch_build.py` compiles a development tree
+        missing = missing_toolchain()
+        if mode() == "compiled" and missing is not None:
+            raise RuntimeError(f"{ENV}=1 asks for the compiled build, but: {missing}")
+        if not wanted():
+            why = f"{ENV}=0" if mode() == "pure" else missing
+            self.app.display_info(f"pytest-loopguard: pure Python wheel ({why})")
+            return
         self._tmp = tempfile.mkdtemp(prefix="loopguard-mypyc-")
         root = Path(self.root)
         lib = Path(self._tmp) / "lib"
-        for path in compile_modules(root, Path(self._tmp), inplace=False):
+        try:
+            built = compile_modules(root, Path(self._tmp), inplace=False)
+        except Exception as exc:  # a compiler that fails: asked for, an error; left to the machine, pure Python
+            if mode() == "compiled":
+                raise
+            self.app.display_warning(f"pytest-loopguard: compiling failed ({type(exc).__name__}: {exc}); "
+                                     "pure Python wheel")
+            return
+        for path in built:
             build_data["force_include"][str(path)] = path.relative_to(lib).as_posix()
         build_data["pure_python"] = False
         build_data["infer_tag"] = True  # cp311-cp311-linux_x86_64: the extensions are for this interpreter

@@ -5,14 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Generic, TypeVar
 
+from .._mypyc import mypyc_attr
 from ..core._registry import Registry
 from .settings import EngineSettings, SettingError, at_least
-
-try:  # the compiled build's class options; without mypy installed (pure Python) they are not needed
-    from mypy_extensions import mypyc_attr
-except ImportError:  # pragma: no cover - depends on the environment
-    def mypyc_attr(*_args: object, **_options: object) -> Callable[[Any], Any]:  # type: ignore[misc]
-        return lambda cls: cls
 
 if TYPE_CHECKING:
     from ..core._model import ToolCall

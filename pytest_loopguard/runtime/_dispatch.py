@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EVENT_ARGS", "Events", "Hooks", "Plan", "PluginManager", "direct_events", "fire1", "fire2", "fire3",
-    "flatten", "new_pm", "plan", "pluggy_events",
+    "flatten", "new_pm", "plan", "pluggy_events", "pluggy_plugin",
 ]
 
 # built-in engines that never read the prompt view: with only these (and no plugin), the Guard builds
@@ -199,6 +199,51 @@ def direct_events(engines: Sequence[Engine[Any]], layout: Layout) -> Events:
             events[name] = tuple([(getattr(engines[i], name), how) if picks is None
                                   else _impl(getattr(engines[i], name), picks) for i, how, picks in fns])
     return events
+
+
+_FORWARDERS: dict[type, type | None] = {}
+
+
+def pluggy_plugin(engine: Engine[Any]) -> object:
+    """What a plugin manager registers for `engine`: the engine itself, or, for an engine compiled by mypyc
+    (the compiled build's built-ins), a Python object whose hooks call the engine's. pluggy registers
+    only Python functions (it reads their code for the arguments), which a compiled method is not."""
+    cls = type(engine)
+    if cls not in _FORWARDERS:
+        _FORWARDERS[cls] = _forwarder_class(cls)
+    forwarder = _FORWARDERS[cls]
+    if forwarder is None:
+        return engine
+    plugin = forwarder()
+    plugin.engine = engine
+    return plugin
+
+
+def _forwarder_class(cls: type) -> type | None:
+    """A class whose methods are Python functions calling `cls`'s compiled hook implementations (same names,
+    arguments and options); None when pluggy can read `cls` itself."""
+    methods: dict[str, Any] = {}
+    for name in dir(cls):
+        if not name.startswith(hookspecs.PROJECT + "_"):
+            continue
+        function = getattr(cls, name)
+        options = hookspecs.impl_options(function)
+        if options is None:
+            continue
+        if inspect.isfunction(function):
+            return None  # a Python class: pluggy reads it as it is
+        args = _argnames(function)
+        if not all(a.isidentifier() and a in EVENT_ARGS.get(name, ()) for a in args):
+            raise TypeError(f"{cls.__name__}.{name}: arguments {args} are not the hook's")
+        # a function with the implementation's own argument names, which pluggy reads from its code; the
+        # names are the hook specification's (checked above), so the source is fixed by our own contract
+        params = "".join(", " + a for a in args)
+        namespace: dict[str, Any] = {}
+        exec(f"def {name}(self{params}):\n    return self.engine.{name}({params[2:]})\n", namespace)
+        forward = namespace[name]
+        setattr(forward, hookspecs.PROJECT + "_impl", dict(options))
+        methods[name] = forward
+    return type(f"{cls.__name__}Hooks", (), {"__slots__": ("engine",), **methods})
 
 
 def pluggy_events(pm: pluggy.PluginManager) -> Events:

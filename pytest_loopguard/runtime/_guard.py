@@ -24,7 +24,7 @@ from ..core._classify import Classifier
 from ..core._conversation import Deferred, Entry, PromptView, chars_over_four
 from ..core._model import Action, Done, LLMCall, Message, Rejected, Task, ToolCall, ToolResult, Verdict, combine
 from ..core._runcontext import Clock, RunContext, Turn
-from ._dispatch import Events, Hooks, PluginManager, fire1, fire2, fire3, new_pm, plan, pluggy_events
+from ._dispatch import Events, Hooks, PluginManager, fire1, fire2, fire3, new_pm, plan, pluggy_events, pluggy_plugin
 from ._policy import Policy
 from ._records import ToolRecord, deferred, shown_text
 
@@ -159,7 +159,7 @@ class Guard:
     def _adopt(self, pm: PluginManager) -> None:
         # pluggy calls the last registered first: register in reverse so engines run in policy order
         for engine in self._engines[::-1]:
-            pm.register(engine, name=engine.name)
+            pm.register(pluggy_plugin(engine), name=engine.name)
         pm.on_change = self._plugins_changed
         self._pm = pm
         self._set_events(pluggy_events(pm))

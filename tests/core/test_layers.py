@@ -24,8 +24,9 @@ PACKAGES = {"pytest_loopguard": REPO / "pytest_loopguard",
 # names itself and the modules under it; "pytest_loopguard" names the package root alone, so a new flat module
 # has no layer until it is given one).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    # the package root (its version and lazy public names), errors, which build is installed
-    ("base", ("pytest_loopguard", "pytest_loopguard._lazy", "pytest_loopguard.errors", "pytest_loopguard.buildinfo")),
+    # the package root (its version and lazy public names), errors, which build is installed and mypyc's options
+    ("base", ("pytest_loopguard", "pytest_loopguard._lazy", "pytest_loopguard.errors", "pytest_loopguard.buildinfo",
+              "pytest_loopguard._mypyc")),
     # values, identity, classification, the run context, expectations, the engine hook contract, safe reading
     ("core", ("pytest_loopguard.core",)),
     ("engines", ("pytest_loopguard.engines",)),

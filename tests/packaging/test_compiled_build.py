@@ -26,7 +26,15 @@ from pathlib import Path
 import pytest_loopguard
 from pytest_loopguard import LoopguardError, compiled, load_file, replay, resolve_policy
 from pytest_loopguard.buildinfo import compiled_modules
+from pytest_loopguard.core.hookspecs import hookimpl
 from pytest_loopguard.runtime._policy import preset_names
+
+
+class Listener:  # a plugin: the Guard then calls every engine through pluggy (a compiled one by its forwarder)
+    @hookimpl
+    def loopguard_turn_end(self, turn):
+        return None
+
 
 assert Path(pytest_loopguard.__file__).is_relative_to(sys.argv[2]), pytest_loopguard.__file__
 out = {"compiled": compiled(), "modules": list(compiled_modules()), "runs": {}}
@@ -41,38 +49,66 @@ for path in sorted(Path(sys.argv[1]).rglob("*")):
     for i, trace in enumerate(traces):
         for name in [None, *preset_names()]:
             key = f"{path.relative_to(sys.argv[1])}#{i} {name or 'own'}"
-            try:
-                out["runs"][key] = replay(trace, resolve_policy(name) if name else None).to_dict()
-            except LoopguardError as exc:
-                out["runs"][key] = str(exc)
+            for plugins in ((), (Listener(),)):
+                try:
+                    run = replay(trace, resolve_policy(name) if name else None, plugins=plugins).to_dict()
+                except LoopguardError as exc:
+                    run = str(exc)
+                out["runs"][key + (" plugged" if plugins else "")] = run
 print(json.dumps(out, sort_keys=True, default=str))
 """
 
 
 @pytest.fixture
-def no_compile(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv(hatch_build.ENV, raising=False)
+def pure(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv(hatch_build.ENV, "0")
     yield
 
 
-@pytest.mark.parametrize(("value", "wanted"), [
-    ("", False), ("0", False), ("false", False), ("No", False), ("1", True), ("yes", True), (" true ", True),
+@pytest.mark.parametrize(("value", "mode"), [
+    ("", "auto"), ("auto", "auto"), ("0", "pure"), ("false", "pure"), ("No", "pure"), ("pure", "pure"),
+    ("1", "compiled"), ("yes", "compiled"), (" true ", "compiled"),
 ])
-def test_only_an_explicit_variable_asks_for_a_compiled_build(
-    monkeypatch: pytest.MonkeyPatch, value: str, wanted: bool
+def test_the_variable_asks_for_pure_compiled_or_what_the_machine_can(
+    monkeypatch: pytest.MonkeyPatch, value: str, mode: str
 ) -> None:
     monkeypatch.setenv(hatch_build.ENV, value)
-    assert hatch_build.wanted() is wanted
+    assert hatch_build.mode() == mode
+
+
+def test_without_a_compiler_auto_builds_pure_python_and_compiled_fails(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    assert hatch_build.missing_toolchain() == f"no C compiler ({tmp_path / 'no-such-cc'} not found)"
+    monkeypatch.delenv(hatch_build.ENV, raising=False)
+    assert hatch_build.wanted() is False
+    wheel = _wheel(tmp_path / "auto")  # the sdist's install on a machine without a compiler
+    assert wheel.filename is not None and wheel.filename.endswith("-py3-none-any.whl")
+    monkeypatch.setenv(hatch_build.ENV, "1")
+    assert hatch_build.wanted() is True
+    with pytest.raises(RuntimeError, match=r"LOOPGUARD_COMPILE=1 asks for the compiled build, but: no C compiler"):
+        _wheel(tmp_path / "compiled")
+
+
+def test_with_a_compiler_auto_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(hatch_build.ENV, raising=False)
+    monkeypatch.delenv("CC", raising=False)
+    # this machine has gcc and Python's headers (.ci/run installs them where missing)
+    assert hatch_build.missing_toolchain() is None
+    assert hatch_build.wanted() is True
 
 
 def test_every_listed_module_is_a_package_source_that_mypyc_can_take() -> None:
     paths = hatch_build.modules()
     assert paths and all((ROOT / p).is_file() and p.startswith("pytest_loopguard/") for p in paths)
-    # pluggy marks hook functions by setting an attribute on them, which a compiled function refuses
-    # (AttributeError at import): modules that define @hookimpl/@hookspec functions stay pure Python
+    # pluggy marks a hook specification by setting an attribute on its function, which a compiled function
+    # refuses (AttributeError at import): hookspecs stays pure Python. `@hookimpl` marks a compiled method too.
     for p in paths:
         text = (ROOT / p).read_text(encoding="utf-8")
-        assert "@hookimpl" not in text and "@hookspec" not in text, p
+        assert "@hookspec" not in text, p
+    # the policy layer checks settings against their annotations, which a compiled dataclass loses
+    assert not [p for p in paths if p.startswith("pytest_loopguard/engines/settings/")]
 
 
 def _wheel(out: Path) -> zipfile.ZipFile:
@@ -85,7 +121,7 @@ def _wheel(out: Path) -> zipfile.ZipFile:
     return zipfile.ZipFile(out / name)
 
 
-def test_the_default_wheel_is_pure_python(no_compile: None, tmp_path: Path) -> None:
+def test_pure_asks_for_a_pure_python_wheel(pure: None, tmp_path: Path) -> None:
     wheel = _wheel(tmp_path)
     assert wheel.filename is not None and wheel.filename.endswith("-py3-none-any.whl")
     assert not [n for n in wheel.namelist() if n.endswith((".so", ".pyd", ".c"))]
@@ -107,7 +143,7 @@ def _replay_all(site: Path, tmp_path: Path) -> dict[str, object]:
 def test_the_compiled_wheel_replays_every_trace_exactly_as_the_pure_one(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.delenv(hatch_build.ENV, raising=False)
+    monkeypatch.setenv(hatch_build.ENV, "0")
     pure = _wheel(tmp_path / "pure")
     monkeypatch.setenv(hatch_build.ENV, "1")
     built = _wheel(tmp_path / "compiled")
@@ -131,3 +167,6 @@ def test_the_compiled_wheel_replays_every_trace_exactly_as_the_pure_one(
     runs = pure_doc["runs"]
     assert isinstance(runs, dict) and len(runs) > 1000
     assert compiled_doc["runs"] == runs
+    # through pluggy (a plugin joined) the compiled engines decide as they do called directly
+    plugged = [key for key in runs if key.endswith(" plugged")]
+    assert plugged and all(runs[key] == runs[key.removesuffix(" plugged")] for key in plugged)
