@@ -29,6 +29,9 @@ def result_digest(result: ToolResult) -> int:
     return hash((result.ok, result.text, result.error))
 
 
+Outcome = tuple[bool, str | None, str | None]  # what a call returned, compared as it is (`StreakProgress`)
+
+
 def command_of(call: ToolCall, run: RunContext) -> str:
     """The command a check ran, as a warning quotes it: the shell line, else the tool name."""
     rule = run.classifier.locator(call)
@@ -49,7 +52,7 @@ class StreakProgress:
     `poll_idle_block_at` calls without a changed result instead of the consecutive thresholds.
     """
 
-    __slots__ = ("_digest", "_last_ms", "_ms_warned", "_settings", "_start_ms", "_warned", "calls", "paced",
+    __slots__ = ("_last", "_last_ms", "_ms_warned", "_settings", "_start_ms", "_warned", "calls", "paced",
                  "progressed", "run", "waited")
 
     def __init__(self, settings: Settings, run: RunContext) -> None:
@@ -59,7 +62,9 @@ class StreakProgress:
         self.paced = 0  # of them, the calls made after a poll gap (waits: the time budget's business)
         self.progressed = False  # whether the streak has made progress: it is a poll
         self.waited = False  # whether the current call came after a poll gap (its result says "still so")
-        self._digest: int | None = None  # the previous identical call's result
+        # the previous identical call's result, kept as it is: compared (not hashed) when an identical call
+        # follows, so a streak that ends at one call, most of them, never reads its result's text
+        self._last: Outcome | None = None
         self._start_ms = 0
         self._last_ms = 0
         self._warned = False
@@ -70,7 +75,7 @@ class StreakProgress:
         now = self.run.clock.now_ms
         self.calls = self.paced = 0
         self.progressed = self.waited = self._warned = self._ms_warned = False
-        self._digest = None
+        self._last = None
         self._start_ms = self._last_ms = now
 
     def before(self) -> bool:
@@ -85,14 +90,14 @@ class StreakProgress:
             self.paced += 1
         return self.waited
 
-    def after(self, digest: int | None, repeat: Repeat | None) -> bool:
-        """Note what the call returned (`digest`: its `result_digest`); True when it differs from the previous
-        identical call's (progress). A result with neither text nor error (a recorded step without one, `digest`
-        None) says nothing: it is not compared."""
-        if digest is None:
+    def after(self, result: ToolResult, repeat: Repeat | None) -> bool:
+        """Note what the call returned; True when it differs from the previous identical call's (progress).
+        A result with neither text nor error (a recorded step without one) says nothing: it is not compared."""
+        if result.text is None and result.error is None:
             return False
-        previous, self._digest = self._digest, digest
-        if previous is None or previous == digest:
+        outcome = (result.ok, result.text, result.error)
+        previous, self._last = self._last, outcome
+        if previous is None or previous == outcome:
             return False
         if not (self._settings.result_aware or repeat == "paged" or repeat == "poll"):
             return False
@@ -162,9 +167,8 @@ class UnchangedOutput:
     def clear(self) -> None:
         self._checks.clear()
 
-    def after(self, call: ToolCall, identity: str, result: ToolResult, digest: int | None) -> Verdict | None:
-        """Note a call that ran (`digest`: its result's `result_digest`, None when it has neither text nor
-        error); a warning when a check's output stayed the same across enough edits."""
+    def after(self, call: ToolCall, identity: str, result: ToolResult) -> Verdict | None:
+        """Note a call that ran; a warning when a check's output stayed the same across enough edits."""
         effect = self.run.target(call).effect
         if effect in _EDIT_EFFECTS:
             if result.ok:
@@ -172,8 +176,9 @@ class UnchangedOutput:
             return None
         if effect not in _CHECK_EFFECTS or self.run.kind(call) != "action":
             return None
-        if digest is None:  # no output recorded: nothing to compare
+        if result.text is None and result.error is None:  # no output recorded: nothing to compare
             return None
+        digest = result_digest(result)  # a check's alone: kept per check, a digest rather than its text
         edits = self.edits
         entry = self._checks.get(identity)
         if entry is None or entry[0] != digest:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..core._identity import FLAT_SAME_AS, IDENTITIES, is_flat
 from ..core._model import Action, Verdict
 from ..core.hookspecs import hookimpl
-from ._progress import StreakProgress, UnchangedOutput, result_digest
+from ._progress import StreakProgress, UnchangedOutput
 from .base import Engine, per_settings
 from .lru import LRUMap
 from .settings.loop_guard import Settings
@@ -443,16 +443,14 @@ class LoopGuard(Engine[LoopGuardSettings]):
         or a declared poll's)."""
         identity = self._last_identity if call is self._last_call else self._identity(call)
         progress, waited = self._progress, False
-        # both rules compare the result's digest: worked out once (none for a result without text or error)
-        digest = None if result.text is None and result.error is None else result_digest(result)
         if progress is not None and identity == self._current:
             declared = self.run.classifier.repeat(call) if self._declares_repeat else None
             waited = progress.waited or declared == "poll"
-            if progress.after(digest, declared):  # a changed result: the repetition restarts here
+            if progress.after(result, declared):  # a changed result: the repetition restarts here
                 self._consecutive = 1
                 self._warnings = 0
         unchanged = self._unchanged
-        return (unchanged.after(call, identity, result, digest) if unchanged is not None else None), waited
+        return (unchanged.after(call, identity, result) if unchanged is not None else None), waited
 
     @hookimpl
     def loopguard_message(self, message: Message) -> None:
