@@ -151,3 +151,29 @@ def test_the_realistic_mix_has_ranged_reads_searches_commands_edits_and_failures
     assert all("path" in c.args for c, _ in calls if c.tool == "grep")
     failed = sum(not r.ok for _, r in calls) / len(calls)
     assert 0.10 < failed < 0.20
+
+
+def test_every_result_of_the_realistic_mix_is_a_string_of_its_own() -> None:
+    # a string keeps its hash: results sharing one would have it worked out once for all of them
+    texts = [r.text for _, r in realistic_calls(7)]
+    assert len({id(t) for t in texts}) == len(texts)
+    again = [r.text for _, r in realistic_calls(7)]
+    assert again == texts and not {id(t) for t in again} & {id(t) for t in texts}
+
+
+def test_each_replay_repeat_runs_on_freshly_loaded_traces_that_replay_the_same() -> None:
+    import random
+
+    from pytest_loopguard.bench._replay import synthetic_trace
+    from pytest_loopguard.io._format import dumps
+    from pytest_loopguard.runtime._replay import replay
+
+    traces = [synthetic_trace(f"t{i}", random.Random(i), steps=60) for i in range(3)]
+    texts = [dumps(t, "jsonl") for t in traces]
+    first, second = _suite.fresh_traces(texts), _suite.fresh_traces(texts)
+    results = [s.outcome.text for t in first for s in t.steps if s.call is not None and s.outcome.text]
+    again = [s.outcome.text for t in second for s in t.steps if s.call is not None and s.outcome.text]
+    assert results and results == again and not {id(t) for t in results} & {id(t) for t in again}
+    policy = resolve_policy("default")
+    assert [replay(t, policy).to_dict()["steps"] for t in first] == [replay(t, policy).to_dict()["steps"]
+                                                                     for t in traces]
