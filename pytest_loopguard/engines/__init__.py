@@ -1,6 +1,7 @@
 """The built-in engines and the registry a policy resolves engine names against.
 
-Each engine lives in one module: its settings dataclass at the top, its rule below. Other engines join
+Each engine's rule lives in one module, its settings dataclass in `settings/` (so that it stays Python in the
+compiled build: the policy layer reads its annotations), re-exported there as `Settings`. Other engines join
 through the `loopguard.engines` entry points of installed packages, or `ENGINES.register` in code
 (docs/plugins.md).
 """
