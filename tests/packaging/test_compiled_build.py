@@ -91,6 +91,24 @@ def test_without_a_compiler_auto_builds_pure_python_and_compiled_fails(
         _wheel(tmp_path / "compiled")
 
 
+@pytest.mark.slow
+def test_a_compiler_that_fails_gives_a_pure_wheel_under_auto_and_an_error_under_1(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failing = tmp_path / "cc"  # found, and fails every compile
+    failing.write_text("#!/bin/sh\necho 'cc: no' >&2\nexit 1\n", encoding="utf-8")
+    failing.chmod(0o755)
+    monkeypatch.setenv("CC", str(failing))
+    assert hatch_build.missing_toolchain() is None
+    monkeypatch.delenv(hatch_build.ENV, raising=False)
+    wheel = _wheel(tmp_path / "auto")  # mypyc type-checks and writes C, then the compiler fails
+    assert wheel.filename is not None and wheel.filename.endswith("-py3-none-any.whl")
+    assert "compiling failed" in capsys.readouterr().err
+    monkeypatch.setenv(hatch_build.ENV, "1")
+    with pytest.raises(Exception, match=r"exit (status|code) 1|failed with exit"):
+        _wheel(tmp_path / "compiled")
+
+
 def test_with_a_compiler_auto_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(hatch_build.ENV, raising=False)
     monkeypatch.delenv("CC", raising=False)
