@@ -124,7 +124,7 @@ class CompiledBuildHook(BuildHookInterface):  # type: ignore[type-arg]
             return  # an editable install stays pure: `python hatch_build.py` compiles a development tree
         missing = missing_toolchain()
         if mode() == "compiled" and missing is not None:
-            raise RuntimeError(f"{ENV}=1 asks for the compiled build, but: {missing}")
+            raise RuntimeError(f"{ENV}={os.environ.get(ENV, '').strip()} asks for the compiled build, but: {missing}")
         if not wanted():
             why = f"{ENV}=0" if mode() == "pure" else missing
             self.app.display_info(f"pytest-loopguard: pure Python wheel ({why})")

@@ -336,10 +336,7 @@ class PluginManager(pluggy.PluginManager):
     def parse_hookimpl_opts(self, plugin: object, name: str) -> Any:
         if not name.startswith("loopguard_"):
             return None
-        options = super().parse_hookimpl_opts(plugin, name)
-        if options is None:  # a compiled engine's method: its marks are kept apart (`hookspecs.impl_options`)
-            options = hookspecs.impl_options(getattr(type(plugin), name, None))
-        return options
+        return super().parse_hookimpl_opts(plugin, name)
 
     def parse_hookspec_opts(self, module_or_class: Any, name: str) -> Any:
         if not name.startswith("loopguard_"):

@@ -157,7 +157,8 @@ class Guard:
         return Hooks(self._events)
 
     def _adopt(self, pm: PluginManager) -> None:
-        # pluggy calls the last registered first: register in reverse so engines run in policy order
+        # pluggy calls the last registered first: register in reverse so engines run in policy order (a slice:
+        # mypyc 2.4 fails to compile `reversed()` of this list)
         for engine in self._engines[::-1]:
             pm.register(pluggy_plugin(engine), name=engine.name)
         pm.on_change = self._plugins_changed
