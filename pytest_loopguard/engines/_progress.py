@@ -52,11 +52,13 @@ class StreakProgress:
     `poll_idle_block_at` calls without a changed result instead of the consecutive thresholds.
     """
 
-    __slots__ = ("_last", "_last_ms", "_ms_warned", "_settings", "_start_ms", "_warned", "calls", "paced",
-                 "progressed", "run", "waited")
+    __slots__ = ("_last", "_last_ms", "_ms_warned", "_poll_gap_ms", "_result_aware", "_settings", "_start_ms",
+                 "_warned", "calls", "paced", "progressed", "run", "waited")
 
     def __init__(self, settings: Settings, run: RunContext) -> None:
         self._settings = settings
+        self._poll_gap_ms = settings.poll_gap_ms  # read on every identical call: a field rather than a look-up
+        self._result_aware = settings.result_aware
         self.run = run
         self.calls = 0  # identical calls in a row, whatever they returned
         self.paced = 0  # of them, the calls made after a poll gap (waits: the time budget's business)
@@ -82,7 +84,7 @@ class StreakProgress:
         """Count the next identical call; True when it comes after a poll gap (progress)."""
         self.calls += 1
         now = self.run.clock.now_ms
-        gap = self._settings.poll_gap_ms
+        gap = self._poll_gap_ms
         self.waited = gap is not None and self.calls > 1 and now - self._last_ms >= gap
         self._last_ms = now
         if self.waited:
@@ -99,7 +101,7 @@ class StreakProgress:
         previous, self._last = self._last, outcome
         if previous is None or previous == outcome:
             return False
-        if not (self._settings.result_aware or repeat == "paged" or repeat == "poll"):
+        if not (self._result_aware or repeat == "paged" or repeat == "poll"):
             return False
         self.progressed = True
         return True

@@ -165,6 +165,10 @@ class Budget(Engine[BudgetSettings]):
         self._near_same_tool = fixed.near_same_tool
         self._same_tool_exempt = fixed.same_tool_exempt
         self._near_observations = fixed.near_observations
+        # the limits every call reads, as attributes of the engine's own (compiled, a settings read is a look-up
+        # on a Python object; an engine attribute is a field)
+        self._max_observation_streak = settings.max_observation_streak
+        self._max_same_tool = settings.max_consecutive_same_tool
         self._near_failures = fixed.near_failures
         self._near_url = fixed.near_url
         self._wall_near_sent = False
@@ -256,7 +260,7 @@ class Budget(Engine[BudgetSettings]):
             self._observation_calls += 1
             self._same_tool, self._same_tool_count = None, 0
             self._observation_streak += 1
-            n, limit = self._observation_streak, s.max_observation_streak
+            n, limit = self._observation_streak, self._max_observation_streak
             if limit is not None and n > limit:
                 out = _push(out, self._verdict(
                     Action.WARN, "observation_streak", n, limit,
@@ -274,7 +278,7 @@ class Budget(Engine[BudgetSettings]):
                 self._same_tool_count += 1
             else:
                 self._same_tool, self._same_tool_count = call.tool, 1
-            n, limit = self._same_tool_count, s.max_consecutive_same_tool
+            n, limit = self._same_tool_count, self._max_same_tool
             if limit is not None and n > limit:
                 out = _push(out, self._verdict(
                     Action.WARN, "consecutive_same_tool", n, limit,

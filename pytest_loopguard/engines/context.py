@@ -196,6 +196,7 @@ class Context(Engine[ContextSettings]):
         (self._overflow_markers, self._overflow_codes, self._overflow_sets, self._transient_markers,
          self._transient_codes) = _prepared_markers(settings)
         self._overflow_streak = 0
+        self._todo_tool = settings.todo_tool  # read on every call: an attribute of the engine's own is a field
         self._transient_streak = 0
         self._removed = 0  # tokens this run's compactions took out of the view
         self._summarized = 0  # messages folded into the view's summary entry so far
@@ -317,7 +318,7 @@ class Context(Engine[ContextSettings]):
 
     @hookimpl
     def loopguard_after_call(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> None:
-        if blocked or call.tool != self.settings.todo_tool or result is None or not result.ok:
+        if blocked or call.tool != self._todo_tool or result is None or not result.ok:
             return
         items = call.args.get("todos")
         if not isinstance(items, (list, tuple)):  # a call without `todos` reads the list

@@ -130,6 +130,13 @@ class FailureTracker(Engine[_Settings]):
         self._wave = SecondWave.of(settings)  # the second wave's requeries and usage limits; None when off
         self._steps_base = 0  # the query count at the last user message (per_prompt_usage: max_steps from there)
         self._call_rules = settings.max_repetitions is not None or settings.guardrails or self._wave is not None
+        # what after_call reads of the settings on every call, as attributes of its own (compiled, a settings
+        # read is a look-up on a Python object; an engine attribute is a field)
+        self._counts_turns = settings.max_failures is not None
+        self._exit_code_failures = settings.exit_code_failures
+        self._action_loop = settings.action_loop
+        self._guardrails = settings.guardrails
+        self._max_steps_on = settings.max_steps is not None
 
     def state(self, call: ToolCall | None) -> dict[str, Any]:
         """The failed turns in a row, repetitions, the top count in the action window, rejected turns in a row,
@@ -153,7 +160,7 @@ class FailureTracker(Engine[_Settings]):
 
     @hookimpl
     def loopguard_turn_start(self, turn: Turn) -> Verdict | None:
-        if self.settings.max_steps is not None:
+        if self._max_steps_on:
             exhausted = self._max_steps(turn.index + self.rejected - self._steps_base)
             if exhausted is not None:
                 return exhausted
@@ -233,17 +240,16 @@ class FailureTracker(Engine[_Settings]):
 
     @hookimpl
     def loopguard_after_call(self, call: ToolCall, result: ToolResult | None, blocked: bool) -> list[Verdict] | None:
-        s = self.settings
         failed = not blocked and result is not None and not result.ok
         self.rejected_streak = 0
         # each rule's verdict, None for most calls: the list is built only when one of them gives one
         turn_verdict = None
-        if s.max_failures is not None:  # with exit_code_failures off a command's exit status is no failure
+        if self._counts_turns:  # with exit_code_failures off a command's exit status is no failure
             turn_verdict = self._count_turn(blocked, failed and (
-                s.exit_code_failures or result is None or result.exit_code is None))
+                self._exit_code_failures or result is None or result.exit_code is None))
         loop_verdict = (self._enter_window(action_identity(call))
-                        if s.action_loop and call.tool not in self._exempt else None)
-        guard_verdict = self._guardrail_outcome(call, result, failed) if s.guardrails and not blocked else None
+                        if self._action_loop and call.tool not in self._exempt else None)
+        guard_verdict = self._guardrail_outcome(call, result, failed) if self._guardrails and not blocked else None
         key_verdict = None
         if self._failing_keys and not blocked:
             if failed:

@@ -10,6 +10,7 @@ from ..core._identity import FLAT_SAME_AS, IDENTITIES, is_flat
 from ..core._model import Action, Verdict
 from ..core.hookspecs import hookimpl
 from ._progress import StreakProgress, UnchangedOutput
+from ._textkey import TextKey
 from .base import Engine, per_settings
 from .lru import LRUMap
 from .settings.loop_guard import Settings
@@ -112,11 +113,12 @@ class LoopGuard(Engine[LoopGuardSettings]):
         self._runs = [0] * len(fixed.period_needs)
         self._first_threshold = fixed.first_threshold
         self._outcome_threshold = settings.outcome_block_threshold
+        self._outcome_prefix = settings.outcome_prefix_bytes
         self._current: str | None = None
         self._consecutive = 0
         self._warnings = 0
         self._ping_pong_warnings: LRUMap[str, int] = LRUMap(settings.max_keys)
-        self._outcomes: LRUMap[tuple[str, str | bytes], int] = LRUMap(settings.max_keys)
+        self._outcomes: LRUMap[TextKey, int] = LRUMap(settings.max_keys)
         self._poisoned: LRUMap[str, int] = LRUMap(settings.max_keys)  # identity -> the outcome count that poisoned it
         self._last_poisoned: tuple[str, int, Verdict] | None = None  # (tool, count, the block built for them)
         # the last identity computed and its call: after_call reads the one before_call computed
@@ -423,16 +425,17 @@ class LoopGuard(Engine[LoopGuardSettings]):
         threshold = self._outcome_threshold
         if blocked or result is None or threshold <= 0 or (self._exempt and self._is_exempt(call)):
             return verdict
-        text = result.result_text
+        # `result.result_text` read as two fields: the property is a call into Python per result
+        text = result.text if result.ok or result.error is None else result.error
         if text is None:
             return verdict
-        size = self.settings.outcome_prefix_bytes
+        size = self._outcome_prefix
         # the result's first `size` bytes; a character is at least one byte, so `size` characters cover
         # them. An ASCII prefix is its own bytes (kept as text, sparing an encode per call); any other
         # has a byte >= 0x80 within the first `size`, so keys of the two kinds never stand for equal bytes.
         prefix = text[:size]
         identity = self._last_identity if call is self._last_call else self._identity(call)
-        key = (identity, prefix if prefix.isascii() else prefix.encode("utf-8")[:size])
+        key = TextKey(identity, prefix if prefix.isascii() else prefix.encode("utf-8")[:size])
         count = self._outcomes.increment(key)
         if count >= threshold and identity not in self._poisoned:
             self._poisoned[identity] = count

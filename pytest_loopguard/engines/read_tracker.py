@@ -38,6 +38,7 @@ from ..core._identity import key_part
 from ..core._model import Action, ToolCall, ToolResult, Verdict
 from ..core._runcontext import Region
 from ..core.hookspecs import hookimpl
+from ._textkey import TextKey
 from .base import Engine
 from .lru import LRUMap
 from .settings.read_tracker import Settings
@@ -83,7 +84,7 @@ class ReadTracker(Engine[ReadTrackerSettings]):
         self.file_reads: LRUMap[str, int] = LRUMap(settings.max_keys)
         self.file_reverts: LRUMap[str, int] = LRUMap(settings.max_keys)
         # (call identity, result text) -> times returned
-        self._rereads: LRUMap[tuple[str, str], int] = LRUMap(settings.max_keys)
+        self._rereads: LRUMap[TextKey, int] = LRUMap(settings.max_keys)
         self._previous: str | None = None  # the identity of the previous call that ran
         # the last call's kind and, for a read, its region: after_call reuses what before_call found for the
         # same call (a call's arguments never change, and its kind is the policy's)
@@ -91,6 +92,16 @@ class ReadTracker(Engine[ReadTrackerSettings]):
         self._seen_kind: str | None = None
         self._read_region: Region = (None, None, None)
         run.reads = self  # what the other engines may read of this one (the context engine's injection)
+        # the settings every call reads, as attributes of the engine's own (compiled, a settings read is a look-up
+        # on a Python object; an engine attribute is a field)
+        self._path_fallbacks = settings.path_fallbacks
+        self._offset_default = settings.read_offset_default
+        self._limit_default = settings.read_limit_default
+        self._unchanged_stub = settings.unchanged_stub
+        self._warn_at = settings.warn_at
+        self._block_at = settings.block_at
+        self._exact_reread_at = settings.exact_reread_warn_at
+        self._counts_reads = settings.file_reads_warn_at is not None or settings.file_reads_block_at is not None
 
     # ---- public state ------------------------------------------------------------------------------
     @property
@@ -119,12 +130,11 @@ class ReadTracker(Engine[ReadTrackerSettings]):
 
     # ---- keys --------------------------------------------------------------------------------------
     def _region(self, args: Mapping[str, Any]) -> Region:
-        s = self.settings
         path = args.get("path")
-        if path is None and s.path_fallbacks:  # other names of the file's argument (`default`: Claude Code's,
-            path = next((args[k] for k in s.path_fallbacks if k in args), None)  # Gemini CLI's)
-        offset = args.get("offset", s.read_offset_default)
-        limit = args.get("limit", s.read_limit_default)
+        if path is None and self._path_fallbacks:  # other names of the file's argument (`default`: Claude Code's,
+            path = next((args[k] for k in self._path_fallbacks if k in args), None)  # Gemini CLI's)
+        offset = args.get("offset", self._offset_default)
+        limit = args.get("limit", self._limit_default)
         # scalars (nearly every read) are their own key part: `key_part` only when a value is a container
         if type(path) in _SCALARS and type(offset) in _SCALARS and type(limit) in _SCALARS:
             return (path, offset, limit)
@@ -161,7 +171,7 @@ class ReadTracker(Engine[ReadTrackerSettings]):
         self._seen_call = call
         if kind == "read":
             region = self._read_region = self._region(call.args)
-            if self.settings.unchanged_stub:
+            if self._unchanged_stub:
                 if result is not None and result.changed:
                     self._forget_path(region[0])
                 else:
@@ -182,7 +192,7 @@ class ReadTracker(Engine[ReadTrackerSettings]):
         if blocked or result is None:
             return None
         self._learn(call, result)
-        if self._per_file and self.settings.exact_reread_warn_at is not None:
+        if self._per_file and self._exact_reread_at is not None:
             if result.ok:
                 return self._exact_reread(call, result)
             self._previous = call.fingerprint
@@ -200,9 +210,9 @@ class ReadTracker(Engine[ReadTrackerSettings]):
                 regions[region] = None
                 if len(regions) > self.settings.max_keys:  # drop the first read: the list stays in read order
                     del regions[next(iter(regions))]
-            if self.settings.unchanged_stub:
+            if self._unchanged_stub:
                 self._mark_fresh(region)
-        elif kind == "write" and self.settings.unchanged_stub:
+        elif kind == "write" and self._unchanged_stub:
             self._forget_path(key_part(call.args.get("path")))
 
     @hookimpl
@@ -244,9 +254,9 @@ class ReadTracker(Engine[ReadTrackerSettings]):
             self._last[streak] = key
             self._count[streak] = 1
         count = self._count[streak]
-        s = self.settings
-        if count < s.warn_at and count < s.block_at:
+        if count < self._warn_at and count < self._block_at:
             return None
+        s = self.settings
         data = {"kind": what, "path": path, "count": count, "warn_at": s.warn_at, "block_at": s.block_at}
         subject = "read this exact file region" if what == "read" else "run this exact search"
         if count >= s.block_at:
@@ -284,7 +294,7 @@ class ReadTracker(Engine[ReadTrackerSettings]):
                         "fix it forward.",
                         {"path": path, "count": n, "warn_at": s.file_reverts_warn_at},
                     )
-        if s.file_reads_warn_at is None and s.file_reads_block_at is None:
+        if not self._counts_reads:
             return out
         for path in files.get("read", ()):
             n = self.file_reads.increment(path)
@@ -316,9 +326,8 @@ class ReadTracker(Engine[ReadTrackerSettings]):
         # a repeat in a row is the consecutive layer's; a read that returned no text showed nothing
         if not text or previous == call.fingerprint:
             return None
-        key = (call.fingerprint, text)
-        n = self._rereads.increment(key)
-        at = self.settings.exact_reread_warn_at
+        n = self._rereads.increment(TextKey(call.fingerprint, text))
+        at = self._exact_reread_at
         assert at is not None
         if n != at:
             return None

@@ -21,10 +21,10 @@ import hatch_build  # noqa: E402
 # Replays every trace in traces/ under every preset (and its own policy) and prints the timelines as JSON:
 # run once against each build, the two outputs must be identical.
 REPLAY_ALL = r"""
-import json, sys
+import copy, json, pickle, sys
 from pathlib import Path
 import pytest_loopguard
-from pytest_loopguard import LoopguardError, compiled, load_file, replay, resolve_policy
+from pytest_loopguard import LoopguardError, ToolCall, compiled, load_file, replay, resolve_policy
 from pytest_loopguard.buildinfo import compiled_modules
 from pytest_loopguard.core.hookspecs import hookimpl
 from pytest_loopguard.runtime._policy import preset_names
@@ -38,6 +38,10 @@ class Listener:  # a plugin: the Guard then calls every engine through pluggy (a
 
 assert Path(pytest_loopguard.__file__).is_relative_to(sys.argv[2]), pytest_loopguard.__file__
 out = {"compiled": compiled(), "modules": list(compiled_modules()), "runs": {}}
+# a call pickles and copies alike in both builds (`run -j` and the Dask backend send traces to other processes)
+call = ToolCall.of("read_file", {"path": "a.py", "offset": 1})
+again = pickle.loads(pickle.dumps(call))
+out["pickled"] = [again == call, again.fingerprint, copy.deepcopy(call).ordered, repr(copy.copy(call))]
 for path in sorted(Path(sys.argv[1]).rglob("*")):
     if path.suffix not in (".yaml", ".json", ".jsonl") or "scenarios" in path.parts:
         continue
@@ -185,6 +189,9 @@ def test_the_compiled_wheel_replays_every_trace_exactly_as_the_pure_one(
     runs = pure_doc["runs"]
     assert isinstance(runs, dict) and len(runs) > 1000
     assert compiled_doc["runs"] == runs
+    assert compiled_doc["pickled"] == pure_doc["pickled"] == [True, 'read_file\x1f{"offset":1,"path":"a.py"}',
+                                                               '{"path":"a.py","offset":1}',
+                                                               'ToolCall(read_file{"path":"a.py","offset":1})']
     # through pluggy (a plugin joined) the compiled engines decide as they do called directly
     plugged = [key for key in runs if key.endswith(" plugged")]
     assert plugged and all(runs[key] == runs[key.removesuffix(" plugged")] for key in plugged)
