@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import Any, Final, Literal, TypeAlias, final
 
 # the events are their own module; they are named here too, where code has always imported them from
+from .._mypyc import mypyc_attr
 from ._steps import (
     DENIED_BY,
     NOT_RUN_HOWS,
@@ -150,6 +151,9 @@ def plain(value: str) -> str:
 
 
 @final
+# compiled, untracked by the collector: a verdict holds strings and a mapping of an engine's data, never anything
+# that refers back to it, so it is never in a reference cycle
+@mypyc_attr(acyclic=True)
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """What one engine decided about one event: `reason` is a stable code, `message` what the agent sees."""

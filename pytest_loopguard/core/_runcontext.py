@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final, Protocol, final
 
+from .._mypyc import mypyc_attr
 from ._classify import Classifier, Kind, shell_line, target_of
 from ._conversation import PromptView, Transcript
 from ._model import LLMCall, Task, ToolCall, ToolResult
@@ -73,6 +74,9 @@ class Clock:
 
 
 @final
+# compiled, untracked by the collector: a turn's calls, results and model call never refer back to it, so it is
+# never in a reference cycle (the Guard keeps every turn for the prompt view until it is read)
+@mypyc_attr(acyclic=True)
 class Turn:
     """One model response and the tool calls it asked for."""
 

@@ -10,6 +10,10 @@ the keys a tuple key would, so counts, evictions and verdicts are the same (test
 Texts that differ only between head and tail with the same length share a hash and cost a full comparison on a
 lookup: an agent rereading a file after same-length edits in its middle puts each version in one chain of the
 dict, at most the map's cap (`LRUMap`) long.
+
+Only the compiled build uses it (`SAMPLED`): there its hash and equality are C functions, while in pure Python
+each dict operation would call them as Python methods, which costs more than hashing the text; the rules then
+keep the (label, text) tuple, which finds the same keys.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from typing import Final, final
 
 from .._mypyc import mypyc_attr
 
-__all__ = ["TextKey"]
+__all__ = ["SAMPLED", "TextKey"]
+
+SAMPLED: Final = not __file__.endswith(".py")  # this module is compiled (an extension module's file)
 
 _WHOLE: Final = 256  # a text this short is hashed whole (its own cached hash, when it has one)
 _SAMPLE: Final = 64
@@ -35,8 +41,10 @@ class TextKey:
         n = len(text)
         if n <= _WHOLE:
             self._hash = hash((label, text))
+        elif isinstance(text, str):  # one string of head and tail: one hash to work out, not two
+            self._hash = hash((label, n, text[:_SAMPLE] + text[n - _SAMPLE :]))
         else:
-            self._hash = hash((label, n, text[:_SAMPLE], text[n - _SAMPLE :]))
+            self._hash = hash((label, n, text[:_SAMPLE] + text[n - _SAMPLE :]))
 
     def __hash__(self) -> int:
         return self._hash

@@ -10,7 +10,7 @@ from ..core._identity import FLAT_SAME_AS, IDENTITIES, is_flat
 from ..core._model import Action, Verdict
 from ..core.hookspecs import hookimpl
 from ._progress import StreakProgress, UnchangedOutput
-from ._textkey import TextKey
+from ._textkey import SAMPLED, TextKey
 from .base import Engine, per_settings
 from .lru import LRUMap
 from .settings.loop_guard import Settings
@@ -118,7 +118,7 @@ class LoopGuard(Engine[LoopGuardSettings]):
         self._consecutive = 0
         self._warnings = 0
         self._ping_pong_warnings: LRUMap[str, int] = LRUMap(settings.max_keys)
-        self._outcomes: LRUMap[TextKey, int] = LRUMap(settings.max_keys)
+        self._outcomes: LRUMap[TextKey | tuple[str, str | bytes], int] = LRUMap(settings.max_keys)
         self._poisoned: LRUMap[str, int] = LRUMap(settings.max_keys)  # identity -> the outcome count that poisoned it
         self._last_poisoned: tuple[str, int, Verdict] | None = None  # (tool, count, the block built for them)
         # the last identity computed and its call: after_call reads the one before_call computed
@@ -435,8 +435,8 @@ class LoopGuard(Engine[LoopGuardSettings]):
         # has a byte >= 0x80 within the first `size`, so keys of the two kinds never stand for equal bytes.
         prefix = text[:size]
         identity = self._last_identity if call is self._last_call else self._identity(call)
-        key = TextKey(identity, prefix if prefix.isascii() else prefix.encode("utf-8")[:size])
-        count = self._outcomes.increment(key)
+        text_key = prefix if prefix.isascii() else prefix.encode("utf-8")[:size]
+        count = self._outcomes.increment(TextKey(identity, text_key) if SAMPLED else (identity, text_key))
         if count >= threshold and identity not in self._poisoned:
             self._poisoned[identity] = count
         return verdict

@@ -38,7 +38,7 @@ from ..core._identity import key_part
 from ..core._model import Action, ToolCall, ToolResult, Verdict
 from ..core._runcontext import Region
 from ..core.hookspecs import hookimpl
-from ._textkey import TextKey
+from ._textkey import SAMPLED, TextKey
 from .base import Engine
 from .lru import LRUMap
 from .settings.read_tracker import Settings
@@ -84,7 +84,7 @@ class ReadTracker(Engine[ReadTrackerSettings]):
         self.file_reads: LRUMap[str, int] = LRUMap(settings.max_keys)
         self.file_reverts: LRUMap[str, int] = LRUMap(settings.max_keys)
         # (call identity, result text) -> times returned
-        self._rereads: LRUMap[TextKey, int] = LRUMap(settings.max_keys)
+        self._rereads: LRUMap[TextKey | tuple[str, str], int] = LRUMap(settings.max_keys)
         self._previous: str | None = None  # the identity of the previous call that ran
         # the last call's kind and, for a read, its region: after_call reuses what before_call found for the
         # same call (a call's arguments never change, and its kind is the policy's)
@@ -326,7 +326,7 @@ class ReadTracker(Engine[ReadTrackerSettings]):
         # a repeat in a row is the consecutive layer's; a read that returned no text showed nothing
         if not text or previous == call.fingerprint:
             return None
-        n = self._rereads.increment(TextKey(call.fingerprint, text))
+        n = self._rereads.increment(TextKey(call.fingerprint, text) if SAMPLED else (call.fingerprint, text))
         at = self._exact_reread_at
         assert at is not None
         if n != at:

@@ -20,6 +20,7 @@ from typing import Any, Final, final
 
 import pluggy
 
+from .._mypyc import mypyc_attr
 from ..core._classify import Classifier
 from ..core._conversation import Deferred, Entry, PromptView, chars_over_four
 from ..core._model import Action, Done, LLMCall, Message, Rejected, Task, ToolCall, ToolResult, Verdict, combine
@@ -36,6 +37,7 @@ _COMPACTING: Final = frozenset((Action.COMPACT, Action.COMPACT_RETRY))
 
 
 @final
+@mypyc_attr(acyclic=True)  # compiled, untracked by the collector: an action and verdicts, never in a cycle
 class Decision:
     """The verdicts on one event and their combined action (a plain slots class, immutable by convention)."""
 
