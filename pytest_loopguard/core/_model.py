@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal, TypeAlias, final
 
-# the events are their own module; they are named here too, where code has always imported them from
 from .._mypyc import mypyc_attr
+
+# the events are their own module; they are named here too, where code has always imported them from
 from ._steps import (
     DENIED_BY,
     NOT_RUN_HOWS,

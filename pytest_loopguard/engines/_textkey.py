@@ -41,9 +41,9 @@ class TextKey:
         n = len(text)
         if n <= _WHOLE:
             self._hash = hash((label, text))
-        elif isinstance(text, str):  # one string of head and tail: one hash to work out, not two
+        elif isinstance(text, str):  # the same as below, where mypyc knows it slices a str (its own string code)
             self._hash = hash((label, n, text[:_SAMPLE] + text[n - _SAMPLE :]))
-        else:
+        else:  # head and tail as one string: one hash to work out, not two
             self._hash = hash((label, n, text[:_SAMPLE] + text[n - _SAMPLE :]))
 
     def __hash__(self) -> int:
