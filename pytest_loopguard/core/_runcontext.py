@@ -109,6 +109,8 @@ class RunContext:
     """What engines may read about the run they belong to, and what its engines offer one another."""
 
     __slots__ = (
+        "_target",
+        "_target_call",
         "calls",
         "classifier",
         "clock",
@@ -155,6 +157,9 @@ class RunContext:
         self.open_file: str | None = None  # the file a SWE-agent `open F` made current in this run
         self.name = ""  # the run's name (a trace's), for what reports on it from outside (an external guard)
         self.step: int | None = None  # the index of the step whose events are being fed (None: a live event)
+        # the last call `target` answered and its (unresolved) target: several engines ask of the same call
+        self._target_call: ToolCall | None = None
+        self._target: CallTarget | None = None
 
     def kind(self, call: ToolCall) -> Kind:
         """The call's kind by the policy's table (the classifier caches per tool what needs no arguments)."""
@@ -170,14 +175,17 @@ class RunContext:
         # cached per policy (its classifier), so the runs of a corpus share what they have in common; keyed
         # on the canonical fingerprint, computed with every call (the as-written one only on demand): a
         # target reads argument values, never their order, so equal keys mean equal targets
-        cache = self.classifier.targets
-        key = call.fingerprint
-        t = cache.get(key)
-        if t is None:
-            t = target_of(call, self.classifier)
-            if len(cache) >= CACHE_LIMIT:
-                cache.clear()
-            cache[key] = t
+        t = self._target
+        if call is not self._target_call or t is None:
+            cache = self.classifier.targets
+            key = call.fingerprint
+            t = cache.get(key)
+            if t is None:
+                t = target_of(call, self.classifier)
+                if len(cache) >= CACHE_LIMIT:
+                    cache.clear()
+                cache[key] = t
+            self._target_call, self._target = call, t
         return t.resolved(self.open_file) if t.on_open else t
 
     def ran(self, call: ToolCall) -> None:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal, final
 
 from ..core._model import Action, ToolCall, ToolResult, Verdict
+from ._lruops import increment
 from .base import SettingError, per_settings
 from .lru import LRUMap
 
@@ -186,7 +187,7 @@ class UsageLimits:
         failed, succeeded = self._failed, self._succeeded
         if self.settings.tool_retries is not None:
             for tool in failed:
-                self.retries.increment(tool)
+                increment(self.retries, tool)
             for tool in succeeded - failed:
                 self.retries.pop(tool, None)
         failed.clear()

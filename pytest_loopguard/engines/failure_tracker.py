@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..core._model import Action, ToolCall, ToolResult, Verdict
 from ..core.hookspecs import hookimpl
 from ._action_loop import ACTION_LOOP_ADVICE, action_identity
+from ._lruops import increment
 from ._second_wave import SecondWave
 from .base import Engine, per_settings
 from .lru import LRUMap
@@ -312,7 +313,7 @@ class FailureTracker(Engine[_Settings]):
         key = (call.tool, target.verb, target.targets[0] if target.targets else "")
         tools = self._failing_tools
         tools.add(call.tool)
-        n = self.key_failures.increment(key)
+        n = increment(self.key_failures, key)
         if len(tools) > 2 * self.settings.max_keys:
             # a tool whose keys were all evicted has nothing to forget: the set shrinks to the tools of the
             # (capped) keys, this one's included, and only twice the cap rebuilds it again (O(1) per failure)
@@ -486,8 +487,8 @@ class FailureTracker(Engine[_Settings]):
         s = self.settings
         signature, tool = call.fingerprint, call.tool
         if failed:
-            exact = self.exact_failures.increment(signature)
-            same = self.tool_failures.increment(tool)
+            exact = increment(self.exact_failures, signature)
+            same = increment(self.tool_failures, tool)
             self.no_progress.pop(signature, None)
             if s.same_tool_failure_stop_at is not None and same >= s.same_tool_failure_stop_at:
                 return Verdict(

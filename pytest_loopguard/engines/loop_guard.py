@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..core._identity import FLAT_SAME_AS, IDENTITIES, is_flat
 from ..core._model import Action, Verdict
 from ..core.hookspecs import hookimpl
+from ._lruops import increment
 from ._progress import StreakProgress, UnchangedOutput
 from ._textkey import SAMPLED, TextKey
 from .base import Engine, per_settings
@@ -388,7 +389,7 @@ class LoopGuard(Engine[LoopGuardSettings]):
                     "Break the cycle with a different approach.",
                     data,
                 )
-            warnings = self._ping_pong_warnings.increment(identity)
+            warnings = increment(self._ping_pong_warnings, identity)
             if warnings > s.max_warnings_per_call:
                 return None
             data["warnings"] = warnings
@@ -436,7 +437,7 @@ class LoopGuard(Engine[LoopGuardSettings]):
         prefix = text[:size]
         identity = self._last_identity if call is self._last_call else self._identity(call)
         text_key = prefix if prefix.isascii() else prefix.encode("utf-8")[:size]
-        count = self._outcomes.increment(TextKey(identity, text_key) if SAMPLED else (identity, text_key))
+        count = increment(self._outcomes, TextKey(identity, text_key) if SAMPLED else (identity, text_key))
         if count >= threshold and identity not in self._poisoned:
             self._poisoned[identity] = count
         return verdict

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TypeVar
 
+from ._lruops import increment as _increment
+
 __all__ = ["DEFAULT_MAX_KEYS", "LRUMap"]
 
 K = TypeVar("K")
@@ -18,7 +20,6 @@ DEFAULT_MAX_KEYS = 10_000
 _set = OrderedDict.__setitem__
 _move_to_end = OrderedDict.move_to_end
 _popitem = OrderedDict.popitem
-_pop = OrderedDict.pop
 
 
 class LRUMap(OrderedDict[K, V]):
@@ -46,14 +47,6 @@ class LRUMap(OrderedDict[K, V]):
             self.evicted += 1
 
     def increment(self: LRUMap[K, int], key: K) -> int:
-        """Add one to `key`'s count (0 when absent), mark it used and return the new count.
-
-        One call instead of `get` + assignment: taking the key out and putting it back moves it to the
-        most recently used end without a separate `move_to_end`, and only a new key can need an eviction.
-        """
-        count: int = _pop(self, key, 0) + 1
-        _set(self, key, count)
-        if count == 1 and len(self) > self.cap:
-            _popitem(self, False)
-            self.evicted += 1
-        return count
+        """Add one to `key`'s count (0 when absent), mark it used and return the new count (`_lruops.increment`,
+        which the built-in engines call directly)."""
+        return _increment(self, key)

@@ -38,6 +38,7 @@ from ..core._identity import key_part
 from ..core._model import Action, ToolCall, ToolResult, Verdict
 from ..core._runcontext import Region
 from ..core.hookspecs import hookimpl
+from ._lruops import increment
 from ._textkey import SAMPLED, TextKey
 from .base import Engine
 from .lru import LRUMap
@@ -284,7 +285,7 @@ class ReadTracker(Engine[ReadTrackerSettings]):
         out: Verdict | None = None
         if s.file_reverts_warn_at is not None:
             for path in files.get("revert", ()):
-                n = self.file_reverts.increment(path)
+                n = increment(self.file_reverts, path)
                 if n >= s.file_reverts_warn_at and (n - s.file_reverts_warn_at) % s.file_reverts_warn_at == 0:
                     out = Verdict(
                         self.name, Action.WARN, "read_tracker.file_reverts",
@@ -297,7 +298,7 @@ class ReadTracker(Engine[ReadTrackerSettings]):
         if not self._counts_reads:
             return out
         for path in files.get("read", ()):
-            n = self.file_reads.increment(path)
+            n = increment(self.file_reads, path)
             if s.file_reads_block_at is not None and n >= s.file_reads_block_at:
                 return Verdict(
                     self.name, Action.BLOCK, "read_tracker.file_reads_block",
@@ -326,7 +327,7 @@ class ReadTracker(Engine[ReadTrackerSettings]):
         # a repeat in a row is the consecutive layer's; a read that returned no text showed nothing
         if not text or previous == call.fingerprint:
             return None
-        n = self._rereads.increment(TextKey(call.fingerprint, text) if SAMPLED else (call.fingerprint, text))
+        n = increment(self._rereads, TextKey(call.fingerprint, text) if SAMPLED else (call.fingerprint, text))
         at = self._exact_reread_at
         assert at is not None
         if n != at:
