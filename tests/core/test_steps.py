@@ -206,10 +206,10 @@ def test_mypy_narrows_the_union_by_kind_and_types_other_payloads_as_optional(tmp
     ])
     notes = [line.split(": ", 2)[2] for line in out.splitlines() if ": note: Revealed type" in line]
     assert notes == [
-        'Revealed type is "pytest_loopguard.core._payloads.ToolCall | None"',  # on the union: optional
-        'Revealed type is "pytest_loopguard.core._payloads.ToolCall"',  # narrowed by the kind literal
+        'Revealed type is "pytest_loopguard.core._toolcall.ToolCall | None"',  # on the union: optional
+        'Revealed type is "pytest_loopguard.core._toolcall.ToolCall"',  # narrowed by the kind literal
         'Revealed type is "pytest_loopguard.core._payloads.LLMCall"',
-        'Revealed type is "pytest_loopguard.core._payloads.ToolCall"',  # narrowed by match
+        'Revealed type is "pytest_loopguard.core._toolcall.ToolCall"',  # narrowed by match
         'Revealed type is "None"',  # no other kind has a call
     ], out
     errors = [line for line in out.splitlines() if ": error:" in line]
