@@ -143,6 +143,18 @@ def test_swe_agent_open_file_is_tracked_per_run() -> None:
     assert Guard(resolve_policy("default")).run.target(ToolCall.of("bash", {"command": "goto 1"})).targets == ()
 
 
+def test_the_call_asked_last_resolves_against_the_file_open_now() -> None:
+    # RunContext.target remembers the last call it answered; what it remembers is the target before the open file
+    run = Guard(resolve_policy("default")).run
+    goto = ToolCall.of("bash", {"command": "goto 10"})
+    assert run.target(goto).targets == ()
+    run.open_file = "a.py"
+    assert run.target(goto).targets == ("a.py",)
+    run.open_file = "b.py"
+    assert run.target(goto).targets == ("b.py",)
+    assert run.target(ToolCall.of("bash", {"command": "cat c.py"})).targets == ("c.py",)
+
+
 def test_resolved_fills_only_commands_on_the_open_file() -> None:
     t = CallTarget.of([Command("cat", "read", ("b.py",)), Command("goto", "read", on_open=True)])
     assert t.resolved("a.py").files("read") == ("b.py", "a.py")
