@@ -22,8 +22,7 @@ from __future__ import annotations
 import argparse
 import gc
 
-from pytest_loopguard.bench._suite import _live_loop, realistic_calls
-from pytest_loopguard.core._model import Task
+from pytest_loopguard.bench._suite import REALISTIC_TASK, _live_loop, realistic_calls
 from pytest_loopguard.runtime._policy import resolve_policy
 
 
@@ -33,11 +32,10 @@ def main() -> None:
     parser.add_argument("--policy", default="default")
     args = parser.parse_args()
     policy = resolve_policy(args.policy)
-    task = Task(objective="Fix the failing test in tests/test_model.py", phase="act")
     mixes = [realistic_calls(seed) for seed in range(args.mixes)]
     gc.freeze()
     for mix in mixes:
-        _live_loop(policy, mix, build=False, task=task)
+        _live_loop(policy, mix, build=False, task=REALISTIC_TASK)
 
 
 if __name__ == "__main__":

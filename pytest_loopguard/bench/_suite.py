@@ -151,6 +151,10 @@ def realistic_calls(seed: int, count: int = _LIVE_CALLS) -> list[tuple[ToolCall,
     return out
 
 
+# the task the realistic mix's agent works on (its objective is what the context engine keeps in view)
+REALISTIC_TASK: Final = Task(objective="Fix the failing test in tests/test_model.py", phase="act")
+
+
 def _own(text: str) -> str:
     """A copy of `text` that is a string object of its own (slicing a whole string returns the same one)."""
     return (" " + text)[1:]
@@ -294,7 +298,7 @@ def run_suite(
     rows.append(ratio_row("live check, default, synthetic calls", "check", len(calls),
                           _repeat_fresh(lambda: _live_calls(fresh_traces(texts)),
                                         lambda c: _live_loop(default, c, build=False), repeat), "≤ 5 µs", 5.0))
-    mix, task = realistic_calls(seed), Task(objective="Fix the failing test in tests/test_model.py", phase="act")
+    mix, task = realistic_calls(seed), REALISTIC_TASK
     rows.append(ratio_row("live check, default, realistic mix", "check", len(mix),
                           _repeat_fresh(lambda: realistic_calls(seed),
                                         lambda m: _live_loop(default, m, build=False, task=task), repeat),

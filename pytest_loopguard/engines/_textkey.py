@@ -41,9 +41,11 @@ class TextKey:
         n = len(text)
         if n <= _WHOLE:
             self._hash = hash((label, text))
-        elif isinstance(text, str):  # the same as below, where mypyc knows it slices a str (its own string code)
+        # head and tail as one string (one hash to work out, not two); a branch per kind, since a str joins a str
+        # and bytes join bytes (the type checker refuses `+` on the union)
+        elif isinstance(text, str):
             self._hash = hash((label, n, text[:_SAMPLE] + text[n - _SAMPLE :]))
-        else:  # head and tail as one string: one hash to work out, not two
+        else:
             self._hash = hash((label, n, text[:_SAMPLE] + text[n - _SAMPLE :]))
 
     def __hash__(self) -> int:

@@ -436,8 +436,8 @@ class LoopGuard(Engine[LoopGuardSettings]):
         # has a byte >= 0x80 within the first `size`, so keys of the two kinds never stand for equal bytes.
         prefix = text[:size]
         identity = self._last_identity if call is self._last_call else self._identity(call)
-        text_key = prefix if prefix.isascii() else prefix.encode("utf-8")[:size]
-        count = increment(self._outcomes, TextKey(identity, text_key) if SAMPLED else (identity, text_key))
+        outcome = prefix if prefix.isascii() else prefix.encode("utf-8")[:size]
+        count = increment(self._outcomes, TextKey(identity, outcome) if SAMPLED else (identity, outcome))
         if count >= threshold and identity not in self._poisoned:
             self._poisoned[identity] = count
         return verdict
