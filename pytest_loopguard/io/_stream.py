@@ -176,6 +176,7 @@ def replay_jsonl(
                 else:
                     record(step, None)
             outcome = replayer.finish()
+            replayer.guard.close(build=False)  # its objects go with it, not at the collector's next pass
     except OSError as exc:
         raise TraceError(f"cannot read: {exc.strerror}", file=name) from None
     if torn:

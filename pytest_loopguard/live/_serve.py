@@ -222,6 +222,7 @@ class GuardServer:
         if run.outcome is None:
             guard.end_turn()
         guard.end_run(run.outcome or outcome)
+        guard.close(build=False)  # the run is over and nothing reads its view: its objects go now
         if run.recorder is not None:
             run.recorder.close()
         return {"verdicts": []}

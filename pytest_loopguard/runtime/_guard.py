@@ -25,7 +25,21 @@ from ..core._classify import Classifier
 from ..core._conversation import Deferred, Entry, PromptView, chars_over_four
 from ..core._model import Action, Done, LLMCall, Message, Rejected, Task, ToolCall, ToolResult, Verdict, combine
 from ..core._runcontext import Clock, RunContext, Turn
-from ._dispatch import Events, Hooks, PluginManager, fire1, fire2, fire3, new_pm, plan, pluggy_events, pluggy_plugin
+from ..errors import SessionError
+from ._dispatch import (
+    EVENT_ARGS,
+    NONE,
+    Events,
+    Hooks,
+    PluginManager,
+    fire1,
+    fire2,
+    fire3,
+    new_pm,
+    plan,
+    pluggy_events,
+    pluggy_plugin,
+)
 from ._policy import Policy
 from ._records import ToolRecord, deferred, shown_text
 
@@ -71,6 +85,14 @@ class Decision:
 
 
 ALLOW = Decision(Action.ALLOW)
+
+
+def _closed() -> None:
+    raise SessionError("an event for a closed Guard (Guard.close): build a new Guard for a new run")
+
+
+# a closed Guard's table: every event raises
+_CLOSED: Final[Events] = {name: ((_closed, NONE),) for name in EVENT_ARGS}
 
 
 def _decide(verdicts: list[Verdict] | None) -> Decision:
@@ -341,3 +363,32 @@ class Guard:
             fns = self._events["loopguard_run_end"]
             if fns:
                 fire1(fns, outcome)
+
+    def close(self, *, build: bool = True) -> None:
+        """Unlink the run's objects from one another, so that they go when the last reference to them does.
+
+        The run context lists its engines and each engine holds the context; the prompt view and its records
+        hold each other; a plugin manager holds the Guard that holds it. Left linked, a finished run's engines,
+        their maps and the calls in them wait for the cyclic collector, and a loop that builds a Guard per run
+        makes the collector walk all of them. Ends the run first (outcome unknown) unless `end_run` did; any
+        event afterwards raises `SessionError`. The prompt view and the transcript stay readable and whole:
+        what they had not built yet is built now, unless `build` is False (a caller that will not read them,
+        as replay: a policy that keeps the view but seldom reads it would pay for building it all). Engines
+        of your own that link to themselves are theirs to unlink (`loopguard_run_end`)."""
+        self.end_run(None)
+        run = self.run
+        run.engines = {}
+        run.reads = None
+        run.turn = None
+        deferred = self._deferred
+        if deferred is not None:
+            if build and deferred.records:
+                deferred.flush()
+            deferred.sinks.clear()
+            run.view.deferred = None
+            run.transcript.deferred = None
+        self._record = None
+        self._deferred = None
+        if self._pm is not None:
+            self._pm.on_change = None
+        self._set_events(_CLOSED)

@@ -61,6 +61,7 @@ def replay(trace: Trace, policy: Any = None, *, plugins: Sequence[object] = ()) 
     run = replayer.run
     actions, verdicts = run.feed_all(trace.steps)
     outcome = replayer.finish()
+    replayer.guard.close(build=False)  # its objects go with it, not at the collector's next pass
     return ReplayResult.of_actions(trace, policy_name, outcome, run.stopped_at, run.stopped_by, actions,
                                    verdicts)
 
