@@ -46,6 +46,55 @@ class StreamedRun:
 
 _HOLD = 4096  # steps held before the first llm step, at most, unless the file holds an llm step after them
 
+class _Tally:
+    """What a streamed replay counts and finds as its steps go by, and the record of a step whose result
+    something reads (`on_step`, its expectation) or that comes after the run's end. (A class, not a closure:
+    a compiled closure and its environment hold each other, which kept every streamed run's Guard for the
+    cyclic collector.)"""
+
+    __slots__ = ("counts", "heeding", "mismatches", "on_step", "replayer", "strict", "unknown")
+
+    def __init__(self, replayer: Replayer, on_step: Callable[[Step, StepResult], object] | None,
+                 strict: bool) -> None:
+        self.replayer = replayer
+        self.on_step = on_step
+        self.strict = strict
+        self.counts: dict[str, int] = {}
+        self.mismatches: list[Mismatch] = []
+        self.unknown: list[int] = []  # calls blocked live that run here: `ReplayResult.unknown_results`
+        # `heeded_within` expectations still open: [step index, the call's fingerprint, calls left]
+        self.heeding: list[list[Any]] = []
+
+    def record(self, step: Step, calls: tuple[ToolCall, ...] | None) -> None:
+        got = self.replayer.step(step, calls)
+        if self.on_step is not None:
+            self.on_step(step, got)
+        counts, mismatches, heeding = self.counts, self.mismatches, self.heeding
+        counts[got.action] = counts.get(got.action, 0) + 1
+        if step.not_run is not None and step.not_run.how == "blocked" and got.action in _RAN:
+            self.unknown.append(step.index)
+        m = check_reached(step, got, self.strict)
+        if m is not None:
+            mismatches.append(m)
+        if heeding and step.kind == "tool" and got.action != "not_reached":
+            for open_ in list(heeding):  # as core/_expect.repeated_within, one step at a time
+                if step.call.fingerprint == open_[1]:
+                    mismatches.append(Mismatch(open_[0], "heeded_within", open_[3], f"repeated at step {step.index}",
+                                               "the agent made the same call again"))
+                    heeding.remove(open_)
+                else:
+                    open_[2] -= 1
+                    if open_[2] <= 0:
+                        heeding.remove(open_)
+        within = step.expect.heeded_within if step.expect is not None and m is None else None
+        if within is not None:
+            if step.kind != "tool" or got.action not in HEEDABLE:
+                mismatches.append(Mismatch(step.index, "heeded_within", within, str(got.action),
+                                           "no warning or block on a call to heed"))
+            else:
+                heeding.append([step.index, step.call.fingerprint, within, within])
+
+
 def _planned(steps: Iterator[Step], run: Run, path: str) -> Iterator[tuple[Step, tuple[ToolCall, ...] | None]]:
     """Each step with the calls of the turn it starts, holding one stretch (llm step to llm step) at a time.
     Stops once the run has ended: no later step needs its turn's calls (each is `not_reached`), and the
@@ -108,44 +157,11 @@ def replay_jsonl(
                 return None
             resolved, policy_name = policy_for(header, policy)
             replayer = Replayer(header, resolved, _jsonl.objective(header, name))
-            counts: dict[str, int] = {}
-            mismatches: list[Mismatch] = []
-            unknown: list[int] = []  # calls blocked live that run here: `ReplayResult.unknown_results`
+            tally = _Tally(replayer, on_step, header.strict)
+            counts, mismatches, unknown, heeding = tally.counts, tally.mismatches, tally.unknown, tally.heeding
+            record = tally.record
             strict = header.strict
             steps = _jsonl.steps(rows, name, torn)
-
-            # `heeded_within` expectations still open: [step index, the call's fingerprint, calls left]
-            heeding: list[list[Any]] = []
-
-            def record(step: Step, calls: tuple[ToolCall, ...] | None) -> None:
-                """A step whose result something reads (`on_step`, its expectation) or after the run's end."""
-                got = replayer.step(step, calls)
-                if on_step is not None:
-                    on_step(step, got)
-                counts[got.action] = counts.get(got.action, 0) + 1
-                if step.not_run is not None and step.not_run.how == "blocked" and got.action in _RAN:
-                    unknown.append(step.index)
-                m = check_reached(step, got, strict)
-                if m is not None:
-                    mismatches.append(m)
-                if heeding and step.kind == "tool" and got.action != "not_reached":
-                    for open_ in list(heeding):  # as core/_expect.repeated_within, one step at a time
-                        if step.call.fingerprint == open_[1]:
-                            mismatches.append(Mismatch(open_[0], "heeded_within", open_[3],
-                                                       f"repeated at step {step.index}",
-                                                       "the agent made the same call again"))
-                            heeding.remove(open_)
-                        else:
-                            open_[2] -= 1
-                            if open_[2] <= 0:
-                                heeding.remove(open_)
-                within = step.expect.heeded_within if step.expect is not None and m is None else None
-                if within is not None:
-                    if step.kind != "tool" or got.action not in HEEDABLE:
-                        mismatches.append(Mismatch(step.index, "heeded_within", within, str(got.action),
-                                                   "no warning or block on a call to heed"))
-                    else:
-                        heeding.append([step.index, step.call.fingerprint, within, within])
 
             run = replayer.run  # the run protocol: the Guard's calls and the outcome
             advance = run.feed
