@@ -16,6 +16,7 @@ from pytest_loopguard.core._limits import MAX_DEPTH, MAX_INT, MAX_SETTING, MAX_S
 from pytest_loopguard.core._model import LLMCall, LLMStep, Step, ToolCall, ToolResult, ToolStep
 from pytest_loopguard.importers import import_traces
 from pytest_loopguard.io import _faststep as faststep
+from pytest_loopguard.io import _twins as twins
 from pytest_loopguard.io._format import dumps, validate_paths
 
 ROOT = Path(__file__).parents[2]
@@ -179,15 +180,13 @@ def test_jsonl_files_load_alike_through_the_fast_reader(monkeypatch: pytest.Monk
 
 
 def test_the_direct_builders_set_every_field_as_the_constructors_do() -> None:
-    from pytest_loopguard import compiled
-
-    # twins for the pure-Python model; constructors for a compiled one (the mypyc build: native classes)
-    builders = [(faststep._built_tool_step, faststep._built_llm_step, ToolResult, LLMCall)]
-    assert faststep._TWINS is not compiled()
-    if faststep._TWINS:
-        builders.append((faststep._twin_tool_step, faststep._twin_llm_step, faststep._twin_result, faststep._twin_llm))
-        assert faststep._new_tool_step is faststep._twin_tool_step
-        assert faststep._new_llm_step is faststep._twin_llm_step
+    # the model's frozen classes are Python in both builds (the compiled build leaves core/_steps and
+    # core/_payloads out), so both build twins; the constructors are what a compiled model would take
+    builders = [(twins._built_tool_step, twins._built_llm_step, ToolResult, LLMCall)]
+    assert twins._TWINS
+    builders.append((twins._twin_tool_step, twins._twin_llm_step, twins._twin_result, twins._twin_llm))
+    assert twins.new_tool_step is twins._twin_tool_step
+    assert twins.new_llm_step is twins._twin_llm_step
     for new_tool_step, new_llm_step, new_result, new_llm in builders:
         call = ToolCall.of("run", {"cmd": "ls"})
         step = new_tool_step(4, call, new_result(False, "t", "e", 3, 9, True, 2), None, 7, {"x-a": 1}, "bot", None)
@@ -206,14 +205,14 @@ def test_the_direct_builders_set_every_field_as_the_constructors_do() -> None:
 
 def test_a_model_field_the_builders_do_not_know_stops_the_import() -> None:
     with pytest.raises(RuntimeError, match="LLMCall"):
-        faststep._twinnable(LLMCall, ("input_tokens", "output_tokens", "error"))
+        twins._twinnable(LLMCall, ("input_tokens", "output_tokens", "error"))
     with pytest.raises(RuntimeError, match="ToolResult"):
-        faststep._twinnable(ToolResult, ("ok", "error", "text", "tokens", "bytes", "changed", "exit_code"))
+        twins._twinnable(ToolResult, ("ok", "error", "text", "tokens", "bytes", "changed", "exit_code"))
 
     class Native:  # as a compiled class: the fields, no slots
         __dataclass_fields__ = LLMCall.__dataclass_fields__
 
-    assert not faststep._twinnable(Native, faststep._LLM_FIELDS)
+    assert not twins._twinnable(Native, twins._LLM_FIELDS)
 
 
 def test_json_whitespace_after_the_value_keeps_the_fast_path_and_other_text_leaves_it() -> None:
