@@ -492,6 +492,7 @@ class Session:
             if error is not None and not self.ended:
                 self.done(False, f"the agent ended with an error: {type(error).__name__}: {error}")
             self._run.close()
+            self.guard.close()  # its objects go when the session does, not at the collector's next pass
         finally:
             self._closed = True
             if self.recorder is not None:

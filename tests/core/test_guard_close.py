@@ -23,7 +23,7 @@ from pytest_loopguard.core.hookspecs import hookimpl
 from pytest_loopguard.errors import SessionError
 from pytest_loopguard.io._format import dump
 from pytest_loopguard.io._stream import replay_jsonl
-from pytest_loopguard.live import GuardServer
+from pytest_loopguard.live import GuardServer, Session
 from pytest_loopguard.runtime._policy import preset_names
 from pytest_loopguard.runtime._replay import replay
 
@@ -147,4 +147,22 @@ def test_a_served_run_that_ends_leaves_no_cycle() -> None:
     one_run(server)
     gc.collect()
     one_run(server)
+    assert gc.collect() == 0
+
+
+@pytest.mark.usefixtures("collector_off")
+def test_a_closed_session_leaves_no_cycle_and_keeps_its_view() -> None:
+    def one_session() -> Session:
+        with Session("default", now_ms=None) as session:
+            session.llm_result(LLMCall(output_tokens=5), [READ])
+            session.before_call(READ)
+            session.after_call(READ, ToolResult(text="body"))
+            session.done(True, "fixed")
+        return session
+
+    one_session()
+    gc.collect()
+    session = one_session()
+    assert [e.role for e in session.guard.run.view.entries] == ["assistant", "tool"]
+    del session
     assert gc.collect() == 0
