@@ -1,4 +1,5 @@
-"""`bench_pytest.bytecode_state`: the pytest rows say whether rewrite caches existed and Python writes bytecode."""
+"""The pytest rows' helpers: whether rewrite caches existed and Python writes bytecode (`bytecode_state`), and
+the items that do nothing which time pytest's own share (`write_floor`)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,11 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
-from pytest_loopguard.bench._pytest import bytecode_state
+import pytest
+
+from pytest_loopguard.bench._pytest import bytecode_state, write_floor
+
+pytest_plugins = ["pytester"]
 
 TAG = f"{sys.implementation.cache_tag}-pytest-{version('pytest')}"
 
@@ -39,3 +44,12 @@ def test_a_normal_pyc_or_another_pytests_cache_is_not_a_rewrite_cache(tmp_path: 
     package = _package(tmp_path, f"plugin.{sys.implementation.cache_tag}.pyc", f"plugin.{sys.implementation.cache_tag}"
                        "-pytest-0.0.1.pyc", f"runner.{TAG}.pyc")
     assert bytecode_state(package, {"PYTHONDONTWRITEBYTECODE": "1"}).startswith("rewrite caches absent")
+
+
+def test_the_floor_is_one_item_per_file_each_doing_nothing(pytester: pytest.Pytester) -> None:
+    floor = write_floor(pytester.path, 3)
+    assert sorted(p.name for p in floor.iterdir()) == ["conftest.py", "f0000.floor", "f0001.floor", "f0002.floor"]
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", str(floor))
+    result.assert_outcomes(passed=3)
+    assert [r.nodeid for r in result.reprec.getreports("pytest_runtest_logreport") if r.when == "call"] == [
+        f"floor/f000{i}.floor::f000{i}" for i in range(3)]

@@ -16,7 +16,8 @@ from pytest_loopguard.core._model import Step, ToolCall, Trace
 from pytest_loopguard.runtime._policy import ALIASES, preset_names, resolve_policy
 
 QUICK = ["bench", "--events", "200", "--repeat", "1", "--policy", "default", "--policy", "qa-agent"]
-PYTEST_ROWS = ["pytest start-up (empty folder)", "pytest --collect-only, 3 files", "pytest -n 0, 3 files",
+PYTEST_ROWS = ["pytest start-up (empty folder)", "pytest --collect-only, 3 files",
+               "pytest -n 0, 3 items that do nothing (pytest's own share)", "pytest -n 0, 3 files",
                "pytest -n 2, 3 files"]
 ROWS = [
     "baseline: bare fingerprint loop", "replay default", "replay qa-agent", "replay, no engine at all",
@@ -70,7 +71,7 @@ def test_bench_json_has_every_row_and_the_subprocess_rows(capsys: pytest.Capture
         assert rows[name]["exit"] == 0 and rows[name]["peak_rss_mb"] > 0
         assert rows[name]["met"] is None  # the goals are for 1,000 files and 1M events, not these sizes
     # pytest on the corpus: an empty folder has no test (exit 5); the corpus collects and passes under xdist too
-    assert [rows[name]["exit"] for name in PYTEST_ROWS] == [5, 0, 0, 0]
+    assert [rows[name]["exit"] for name in PYTEST_ROWS] == [5, 0, 0, 0, 0]
     assert all(rows[name]["unit"] == "pytest" and rows[name]["units"] == 3 for name in PYTEST_ROWS)
     assert "over_startup_s" not in rows[PYTEST_ROWS[0]]
     assert {rows[name]["bytecode_state"] for name in PYTEST_ROWS} == {state}
@@ -79,8 +80,11 @@ def test_bench_json_has_every_row_and_the_subprocess_rows(capsys: pytest.Capture
         assert rows[name]["over_startup_s"] == pytest.approx(over, abs=0.002)
         assert rows[name]["ms_per_file"] == pytest.approx(rows[name]["over_startup_s"] * 1000 / 3, abs=0.5)
         assert rows[name]["met"] is None
+    floor, n0 = rows[PYTEST_ROWS[2]], rows[PYTEST_ROWS[3]]
+    assert n0["over_floor_s"] == pytest.approx(n0["seconds"] - floor["seconds"], abs=0.002)
+    assert [name for name in PYTEST_ROWS if "over_floor_s" in rows[name]] == [PYTEST_ROWS[3]]
     assert [rows[name]["goal"] for name in PYTEST_ROWS] == [
-        "—", "< 1 ms per file over start-up", "≤ 1 s over start-up for 1,000 files", "never slower than -n 0"]
+        "—", "< 1 ms per file over start-up", "—", "≤ 1 s over start-up for 1,000 files", "never slower than -n 0"]
 
 
 def test_the_table_shows_pytest_rows_in_seconds_and_files_per_second() -> None:
