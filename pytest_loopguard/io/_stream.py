@@ -46,6 +46,7 @@ class StreamedRun:
 
 _HOLD = 4096  # steps held before the first llm step, at most, unless the file holds an llm step after them
 
+
 class _Tally:
     """What a streamed replay counts and finds as its steps go by, and the record of a step whose result
     something reads (`on_step`, its expectation) or that comes after the run's end. (A class, not a closure:

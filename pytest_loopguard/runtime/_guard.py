@@ -130,6 +130,7 @@ class Guard:
     ) -> None:
         self.policy = policy
         self.keep_transcript = keep_transcript
+        self._closed = False  # `close`d: every event raises, whatever joins the plugin manager later
         pm: PluginManager | None = None
         classifier = policy.classifier
         count: Callable[[str], int] = chars_over_four
@@ -207,6 +208,8 @@ class Guard:
         self._deferred = records
 
     def _set_events(self, events: Events) -> None:
+        if self._closed:
+            events = _CLOSED
         self._events = events
         self._turn_start = events["loopguard_turn_start"]
         self._before_call = events["loopguard_before_call"]
@@ -374,8 +377,10 @@ class Guard:
         event afterwards raises `SessionError`. The prompt view and the transcript stay readable and whole:
         what they had not built yet is built now, unless `build` is False (a caller that will not read them,
         as replay: a policy that keeps the view but seldom reads it would pay for building it all). Engines
-        of your own that link to themselves are theirs to unlink (`loopguard_run_end`)."""
+        of your own that link to themselves are theirs to unlink (`loopguard_run_end`), and a Guard with
+        plugins keeps pluggy's plugin manager, which links to itself, for the collector."""
         self.end_run(None)
+        self._closed = True
         run = self.run
         run.engines = {}
         run.reads = None

@@ -166,3 +166,16 @@ def test_a_closed_session_leaves_no_cycle_and_keeps_its_view() -> None:
     assert [e.role for e in session.guard.run.view.entries] == ["assistant", "tool"]
     del session
     assert gc.collect() == 0
+
+
+def test_a_plugin_joining_a_closed_guard_does_not_reopen_it() -> None:
+    class Late:
+        @hookimpl
+        def loopguard_before_call(self, call: ToolCall) -> None:
+            return None
+
+    guard = Guard(resolve_policy("default"))
+    guard.close()
+    guard.pm.register(Late())  # builds the plugin manager the Guard had not needed, then a plugin joins it
+    with pytest.raises(SessionError, match="closed Guard"):
+        guard.before_call(READ)
