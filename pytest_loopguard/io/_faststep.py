@@ -32,7 +32,7 @@ from ._read import parse_step_expect, read_step, step_source
 from ._spec import LLM_KEYS, NOT_RUN_KEYS, RESULT_KEYS, STEP_COMMON_KEYS, STEP_KEYS
 from ._twins import new_llm, new_llm_step, new_result, new_tool_step
 
-__all__ = ["plain_step", "step_from_line"]
+__all__ = ["plain_step", "plain_steps", "step_from_line"]
 
 
 def _no_constant(name: str) -> Any:
@@ -85,6 +85,36 @@ def plain_step(text: str, index: int) -> Step | None:
         return None
 
 
+def plain_steps(text: str, start: int, max_steps: int) -> list[Step] | None:
+    """The steps of the lines of `text` from offset `start` to its end, read in place (no line is cut out of the
+    text), when every one is plainly valid, the lines hold no blank one and there are at most `max_steps`; else
+    None (never an error: the caller then reads the file line by line, whose checks word the error)."""
+    # one search for a surrogate escape in the whole text instead of one per line (`_fast`)
+    if "\\u" in text and _SURROGATE_ESCAPE(text, start) is not None:
+        return None
+    steps: list[Step] = []
+    end = len(text)
+    pos = start
+    while pos < end:
+        stop = text.find("\n", pos)
+        if stop == -1:
+            stop = end
+        index = len(steps)
+        if stop - pos > MAX_STRING or index >= max_steps:
+            return None
+        got = _fast_at(text, pos, stop, index)
+        if got is None:
+            return None
+        if isinstance(got, dict):
+            try:
+                got = read_step(got, index)
+            except TraceError:
+                return None
+        steps.append(got)
+        pos = stop + 1
+    return steps
+
+
 def _fast(text: str, index: int) -> Step | dict[str, Any] | None:
     """The step, or the decoded mapping when only its shape is unusual (its values are within bounds, so
     the loader's value checks would pass), or None: the line needs the full checks."""
@@ -92,13 +122,19 @@ def _fast(text: str, index: int) -> Step | dict[str, Any] | None:
     # ... and a line with a surrogate escape may hold a lone one, which the full reader makes U+FFFD
     if len(text) > MAX_STRING or ("\\" in text and text.rfind("\\u") != -1 and _SURROGATE_ESCAPE(text)):
         return None
+    return _fast_at(text, 0, len(text), index)
+
+
+def _fast_at(text: str, pos: int, stop: int, index: int) -> Step | dict[str, Any] | None:
+    """`_fast` of the line `text[pos:stop]`, read in place (its length and escapes already checked)."""
     try:
         # the C decoder guards its own recursion (RecursionError, never a crash); too deep input falls back,
         # and so does a line not starting with its value (StopIteration: leading space, or no value at all)
-        raw, end = _SCAN(text, 0)
+        raw, end = _SCAN(text, pos)
     except (StopIteration, ValueError, RecursionError):
         return None
-    if end != len(text) and text[end:].strip(_JSON_SPACE):  # extra data after the value
+    # a value that ends past its line spans lines (JSON's whitespace includes a newline); extra data after it
+    if end > stop or (end != stop and text[end:stop].strip(_JSON_SPACE)):
         return None
     if type(raw) is not dict:
         return None

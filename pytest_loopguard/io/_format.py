@@ -21,7 +21,7 @@ from ..core._model import Trace
 from ..core._safeload import parse_json, parse_yaml, read_text
 from ..errors import NotATraceError, TraceError, warn
 from ._dump import dump, dumps, expect_to_value, step_to_mapping, trace_to_mapping
-from ._faststep import plain_step
+from ._faststep import plain_step, plain_steps
 from ._read import parse_step_expect, tname, trace_from_mapping
 from ._spec import (
     BUDGET_KEYS,
@@ -205,22 +205,19 @@ def _parsed_or_none(parse: Any) -> Any:
 def _loads_jsonl(text: str, path: str | None) -> Trace:
     # only "\n" ends a JSONL record: str.splitlines() would also split on U+0085, U+2028 and the like,
     # which JSON strings may hold raw (dumps writes them unescaped)
+    first_end = text.find("\n")
+    first = text if first_end == -1 else text[:first_end]
+    if first.strip():  # the common file, its header on its first line: its steps read in place when plain
+        fast = _plain_jsonl_text(_jsonl_header(first, 1, path), text, len(first) + 1, path)
+        if fast is not None:
+            return fast
     lines = text.split("\n")
     numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
     if not numbered:
         raise TraceError("the file holds no trace (expected a header line)", file=path, line=1)
     # The header decides whether this is a trace at all, before any other line is parsed.
     first_line, first = numbered[0]
-    try:
-        header_value = parse_json(first, path, first_line)
-    except TraceError:
-        if "loopguard" not in first:
-            raise _not_a_trace(path, parsed=False) from None
-        raise
-    if not _claims_trace(header_value):
-        # a JSONL header holds no steps: its name and an expectation, or a key spelt almost `loopguard`, claim it
-        header_like = {**header_value, "steps": []} if isinstance(header_value, Mapping) else header_value
-        raise _misspelt_version(header_like, path, first_line) or _not_a_trace(path, header_value)
+    header_value = _jsonl_header(first, first_line, path)
     fast = _plain_jsonl(header_value, numbered[1:], path)
     if fast is not None:
         return fast
@@ -250,6 +247,36 @@ def _loads_jsonl(text: str, path: str | None) -> Trace:
     except TraceError as exc:
         at = parsed[exc.step + 1][0] if exc.step is not None else header_line
         raise exc.located(file=path, line=at) from None
+
+
+def _jsonl_header(first: str, first_line: int, path: str | None) -> Any:
+    """The header line's value, when it claims a trace; else the error that says it is no trace (or a misspelt one)."""
+    try:
+        header_value = parse_json(first, path, first_line)
+    except TraceError:
+        if "loopguard" not in first:
+            raise _not_a_trace(path, parsed=False) from None
+        raise
+    if not _claims_trace(header_value):
+        # a JSONL header holds no steps: its name and an expectation, or a key spelt almost `loopguard`, claim it
+        header_like = {**header_value, "steps": []} if isinstance(header_value, Mapping) else header_value
+        raise _misspelt_version(header_like, path, first_line) or _not_a_trace(path, header_value)
+    return header_value
+
+
+def _plain_jsonl_text(header: Mapping[str, Any], text: str, start: int, path: str | None) -> Trace | None:
+    """`_plain_jsonl` of the step lines of `text` from offset `start`, read in place (`faststep.plain_steps`:
+    none cut out, no split of the whole text); None when a line is not plain or a blank line comes between."""
+    if "steps" in header:
+        return None
+    steps = plain_steps(text, start, MAX_STEPS)
+    if steps is None:
+        return None
+    try:
+        trace = trace_from_mapping({**header, "steps": []}, path=path)
+    except TraceError:
+        return None
+    return dataclasses.replace(trace, steps=tuple(steps))
 
 
 def _plain_jsonl(header: Mapping[str, Any], rows: list[tuple[int, str]], path: str | None) -> Trace | None:

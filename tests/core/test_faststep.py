@@ -12,12 +12,12 @@ import pytest
 from steplines import as_tuple, same_as_full
 
 from pytest_loopguard.bench._replay import synthetic_trace
-from pytest_loopguard.core._limits import MAX_DEPTH, MAX_INT, MAX_SETTING, MAX_STRING
-from pytest_loopguard.core._model import LLMCall, LLMStep, Step, ToolCall, ToolResult, ToolStep
+from pytest_loopguard.core._limits import MAX_DEPTH, MAX_INT, MAX_SETTING, MAX_STEPS, MAX_STRING
+from pytest_loopguard.core._model import LLMCall, LLMStep, Step, ToolCall, ToolResult, ToolStep, Trace
 from pytest_loopguard.importers import import_traces
 from pytest_loopguard.io import _faststep as faststep
 from pytest_loopguard.io import _twins as twins
-from pytest_loopguard.io._format import dumps, validate_paths
+from pytest_loopguard.io._format import dumps, load_file, validate_paths
 
 ROOT = Path(__file__).parents[2]
 REAL = ROOT / ".." / "shared" / "corpus" / "real"
@@ -221,3 +221,35 @@ def test_json_whitespace_after_the_value_keeps_the_fast_path_and_other_text_leav
     assert isinstance(faststep._fast('{"llm": {}} \t ', 0), Step)
     for line in ('{"tool": "a"}\x0b', '{"tool": "a"} x', ' {"tool": "a"}'):
         assert faststep._fast(line, 0) is None  # the full checks read (and word) these
+
+
+def test_steps_read_in_place_or_left_to_the_lines() -> None:
+    tool = '{"tool": "read_file", "args": {"path": "a.py"}, "result": {"ok": true, "text": "x"}}'
+    llm = '{"llm": {"output_tokens": 3}}'
+    head = '{"loopguard": 1, "name": "t"}\n'
+    start = len(head)
+    for body in (f"{tool}\n{llm}\n", f"{tool}\n{llm}", f"{tool}\r\n{llm}\r\n", f"{tool} \t\n{llm}\n"):
+        got = faststep.plain_steps(head + body, start, MAX_STEPS)
+        assert got is not None and [s.kind for s in got] == ["tool", "llm"], repr(body)
+        assert [s.index for s in got] == [0, 1]
+    assert faststep.plain_steps(head, start, MAX_STEPS) == []
+    # left to the line-by-line reader, which skips blank lines, reads a lone surrogate as U+FFFD and words errors
+    for body in (f"{tool}\n\n{llm}\n", f"{tool}\n   \n", tool.replace(", ", ",\n", 1), f"{tool} {llm}\n",
+                 f"{tool}\n" + '{"llm": {"text": "\\ud800"}}\n', f"{tool}\nnot json\n"):
+        assert faststep.plain_steps(head + body, start, MAX_STEPS) is None, repr(body)
+    assert faststep.plain_steps(head + f"{tool}\n{llm}\n", start, 1) is None  # more steps than the bound
+    # a surrogate escape before `start` (the header's) is not the steps' business
+    surrogate_head = '{"loopguard": 1, "name": "\\ud800"}\n'
+    assert faststep.plain_steps(surrogate_head + tool, len(surrogate_head), MAX_STEPS) is not None
+
+
+def test_a_file_read_in_place_loads_as_the_same_file_read_line_by_line(tmp_path: Path) -> None:
+    # the blank line sends the second file the line-by-line way; both give the same trace
+    text = dumps(Trace(name="t", steps=(Step(0, "tool", call=ToolCall.of("run", {"cmd": "ls"})),
+                                        Step(1, "llm", llm=LLMCall(output_tokens=2)))), "jsonl")
+    plain, spaced = tmp_path / "plain.jsonl", tmp_path / "spaced.jsonl"
+    plain.write_text(text, encoding="utf-8")
+    first, rest = text.split("\n", 1)
+    spaced.write_text(f"{first}\n\n{rest}", encoding="utf-8")
+    a, b = load_file(plain)[0], load_file(spaced)[0]
+    assert [as_tuple(s) for s in a.steps] == [as_tuple(s) for s in b.steps] and len(a.steps) == 2

@@ -9,10 +9,11 @@ from typing import Any
 
 from hypothesis import given, note
 from hypothesis import strategies as st
-from steplines import same_as_full
+from steplines import as_tuple, same_as_full
 
 from pytest_loopguard import Trace
-from pytest_loopguard.core._limits import MAX_DEPTH, MAX_INT, MAX_SETTING
+from pytest_loopguard.core._limits import MAX_DEPTH, MAX_INT, MAX_SETTING, MAX_STEPS
+from pytest_loopguard.io._faststep import plain_step, plain_steps
 from pytest_loopguard.io._format import dumps
 from pytest_loopguard.pytest import _strategies as lgst
 
@@ -71,3 +72,35 @@ def test_step_fields_read_as_the_loader_reads_them(base: dict[str, Any], changed
 def test_every_generated_step_line_reads_as_the_loader_reads_it(trace: Trace) -> None:
     for index, line in enumerate(dumps(trace, "jsonl").rstrip("\n").split("\n")[1:]):
         assert same_as_full(line, index) == "step"
+
+
+def _per_line(text: str, start: int) -> list[Any]:
+    return [plain_step(line, i) for i, line in enumerate(text[start:].removesuffix("\n").split("\n"))]
+
+
+@given(lgst.traces(kinds=("tool", "llm", "phase", "message", "done", "rejected"), additions=True),
+       st.sampled_from(("as written", "crlf", "blank line", "split value", "no final newline")))
+def test_steps_read_in_place_are_the_lines_steps_or_none(trace: Trace, how: str) -> None:
+    # `plain_steps` reads a file's step lines without cutting them out: it gives exactly the steps the lines give
+    # one by one, or None where the file is not plain (a blank line, a value over two lines), never other steps
+    text = dumps(trace, "jsonl")
+    start = text.index("\n") + 1
+    body = text[start:]
+    if how == "crlf":
+        body = body.replace("\n", "\r\n")
+    elif how == "blank line" and body:
+        body = "\n" + body
+    elif how == "split value" and body:
+        body = body.replace(", ", ",\n", 1)
+    elif how == "no final newline":
+        body = body.removesuffix("\n")
+    text = text[:start] + body
+    note(repr(text[start:][:300]))
+    got = plain_steps(text, start, MAX_STEPS)
+    lines = _per_line(text, start) if body.strip() else []
+    if how in ("as written", "crlf", "no final newline"):
+        assert got is not None and all(step is not None for step in lines)
+    if got is not None:
+        assert [as_tuple(s) for s in got] == [as_tuple(s) for s in lines]
+    elif how == "split value" and "," + "\n" in body:
+        assert any(step is None for step in lines)  # the line cut in two is no step on its own either
