@@ -142,7 +142,8 @@ def test_each_replay_row_is_over_its_reached_events_and_its_bare_loop_runs_exact
     # exactly the events that replay reached (2 runs each)
     assert sorted(seen) == sorted([everything] * 4 + [default["units"]] * 2 + [roo["units"]] * 2)
     for row in (default, roo):
-        assert row["ratio"] == pytest.approx(row["min_us"] / row["bare_loop_us"], rel=0.01)
+        # the JSON rounds a ratio to 2 decimals (±0.005: 1.6% of roo's ~0.3, more than a relative 1% allows)
+        assert row["ratio"] == pytest.approx(row["min_us"] / row["bare_loop_us"], abs=0.006)
 
 
 def test_the_realistic_mix_has_ranged_reads_searches_commands_edits_and_failures() -> None:
