@@ -17,7 +17,7 @@ from typing import Any, Final
 import yaml
 
 from ..core._limits import MAX_STEPS
-from ..core._model import Trace
+from ..core._model import Step, Trace
 from ..core._safeload import parse_json, parse_yaml, read_text
 from ..errors import NotATraceError, TraceError, warn
 from ._dump import dump, dumps, expect_to_value, step_to_mapping, trace_to_mapping
@@ -269,14 +269,7 @@ def _plain_jsonl_text(header: Mapping[str, Any], text: str, start: int, path: st
     none cut out, no split of the whole text); None when a line is not plain or a blank line comes between."""
     if "steps" in header:
         return None
-    steps = plain_steps(text, start, MAX_STEPS)
-    if steps is None:
-        return None
-    try:
-        trace = trace_from_mapping({**header, "steps": []}, path=path)
-    except TraceError:
-        return None
-    return dataclasses.replace(trace, steps=tuple(steps))
+    return _with_steps(header, plain_steps(text, start, MAX_STEPS), path)
 
 
 def _plain_jsonl(header: Mapping[str, Any], rows: list[tuple[int, str]], path: str | None) -> Trace | None:
@@ -290,6 +283,14 @@ def _plain_jsonl(header: Mapping[str, Any], rows: list[tuple[int, str]], path: s
         if step is None:
             return None
         steps.append(step)
+    return _with_steps(header, steps, path)
+
+
+def _with_steps(header: Mapping[str, Any], steps: list[Step] | None, path: str | None) -> Trace | None:
+    """The trace of a plainly valid header and its steps read by the fast path; None when there are none (a line
+    was not plain) or the header is not plainly valid (the full checks then word its error)."""
+    if steps is None:
+        return None
     try:
         trace = trace_from_mapping({**header, "steps": []}, path=path)
     except TraceError:
