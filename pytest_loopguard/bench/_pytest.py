@@ -28,7 +28,7 @@ from ._rows import SuiteRow
 
 __all__ = ["bytecode_state", "pytest_rows", "write_floor"]
 
-MAX_ROUNDS: Final = 3  # each round is four pytest start-ups: seconds each, even on a quiet machine
+MAX_ROUNDS: Final = 3  # each round is five pytest start-ups: seconds each, even on a quiet machine
 
 
 def _pytest(folder: Path, args: list[str]) -> tuple[float, int]:

@@ -205,19 +205,22 @@ def _parsed_or_none(parse: Any) -> Any:
 def _loads_jsonl(text: str, path: str | None) -> Trace:
     # only "\n" ends a JSONL record: str.splitlines() would also split on U+0085, U+2028 and the like,
     # which JSON strings may hold raw (dumps writes them unescaped)
+    # The header decides whether this is a trace at all, before any other line is parsed.
     first_end = text.find("\n")
     first = text if first_end == -1 else text[:first_end]
+    header_value: Any = None
     if first.strip():  # the common file, its header on its first line: its steps read in place when plain
-        fast = _plain_jsonl_text(_jsonl_header(first, 1, path), text, len(first) + 1, path)
+        header_value = _jsonl_header(first, 1, path)
+        fast = _plain_jsonl_text(header_value, text, len(first) + 1, path)
         if fast is not None:
             return fast
     lines = text.split("\n")
     numbered = [(i + 1, line) for i, line in enumerate(lines) if line.strip()]
     if not numbered:
         raise TraceError("the file holds no trace (expected a header line)", file=path, line=1)
-    # The header decides whether this is a trace at all, before any other line is parsed.
     first_line, first = numbered[0]
-    header_value = _jsonl_header(first, first_line, path)
+    if header_value is None:  # blank lines before the header: read where it is
+        header_value = _jsonl_header(first, first_line, path)
     fast = _plain_jsonl(header_value, numbered[1:], path)
     if fast is not None:
         return fast
