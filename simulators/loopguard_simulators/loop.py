@@ -136,6 +136,9 @@ class AgentLoop:
         outcome: Outcome = protocol.finish(self.max_turns)
         result = ReplayResult(recorded, policy_name, outcome, protocol.stopped_at, protocol.stopped_by,
                               tuple(run.results))
+        # the view and transcript go into the Simulation whole; the Guard's other objects go with it, not at the
+        # collector's next pass
+        guard.close()
         return Simulation(result, recorded, guard.run.view, guard.run.transcript, run.model_calls)
 
     # ---- one turn: model call(s), then the calls -----------------------------------------------------------

@@ -14,14 +14,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bundled import bundled_traces
+from bundled import ROOT, bundled_traces
 
 from pytest_loopguard import Guard, ToolCall, ToolResult, resolve_policy
 from pytest_loopguard.bench._replay import synthetic_trace
 from pytest_loopguard.core._model import LLMCall, Message, Trace
 from pytest_loopguard.core.hookspecs import hookimpl
 from pytest_loopguard.errors import SessionError
-from pytest_loopguard.io._format import dump
+from pytest_loopguard.io._format import dump, load_file
+from pytest_loopguard.io._runner import simulate
 from pytest_loopguard.io._stream import replay_jsonl
 from pytest_loopguard.live import GuardServer, Session
 from pytest_loopguard.runtime._policy import preset_names
@@ -87,6 +88,31 @@ def test_a_streamed_replay_leaves_no_cycle_either(tmp_path: Path) -> None:
     got = replay_jsonl(path, "default")
     assert young() == 0
     assert got is not None and got.result.outcome is not None
+
+
+@pytest.mark.usefixtures("collector_off")
+def test_a_simulated_run_leaves_none_of_its_objects_and_hands_back_its_view_and_transcript() -> None:
+    """The simulated environment's Faker links its providers in cycles of its own (Faker's design, left to it);
+    none of the run's objects is among what the collector finds."""
+    (scenario,) = load_file(ROOT / "traces" / "scenarios" / "poll-spacebot-dedup.yaml")
+    simulate(scenario)
+    young()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what a pass finds is kept in gc.garbage, to be looked at
+    try:
+        sim = simulate(scenario)
+        view, transcript = sim.view.entries, sim.transcript.entries
+        # every recorded message, model answer and call (the final `done` adds nothing to either)
+        kinds = [{"MessageStep": "user", "LLMStep": "assistant", "ToolStep": "tool"}.get(type(s).__name__)
+                 for s in sim.recorded.steps]
+        del sim
+        young()
+        ours = sorted({type(o).__qualname__ for o in gc.garbage
+                       if type(o).__module__.startswith(("pytest_loopguard", "loopguard_simulators"))})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert ours == []
+    assert [e.role for e in transcript] == [e.role for e in view] == [k for k in kinds if k is not None]
 
 
 def test_a_closed_guard_refuses_every_event() -> None:
