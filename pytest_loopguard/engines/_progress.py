@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, final
 
+from .._mypyc import mypyc_attr
 from ..core._classify import shell_line
 from ..core._model import Action, Verdict
 from .lru import LRUMap
@@ -14,19 +15,13 @@ if TYPE_CHECKING:
     from ..core._runcontext import RunContext
     from .loop_guard import Settings
 
-__all__ = ["StreakProgress", "UnchangedOutput", "result_digest"]
+__all__ = ["StreakProgress", "UnchangedOutput"]
 
 NAME: Final = "loop_guard"
 # the effects of a call that is a check (a test, build or lint run, a script): not a read, search or edit
 _CHECK_EFFECTS: Final = frozenset({"run", "other"})
 _EDIT_EFFECTS: Final = frozenset({"write", "revert"})
 _COMMAND_CHARS: Final = 80  # how much of a check's command line a warning quotes
-
-
-def result_digest(result: ToolResult) -> int:
-    """A digest of what a call returned: its text and error, and whether it failed."""
-    # str hashes are cached on the string and stable within a process: a run's digests compare among themselves
-    return hash((result.ok, result.text, result.error))
 
 
 Outcome = tuple[bool, str | None, str | None]  # what a call returned, compared as it is (`StreakProgress`)
@@ -149,12 +144,39 @@ class StreakProgress:
         )
 
 
+@final
+@mypyc_attr(acyclic=True)  # a result's parts and counts: never in a cycle
+class _Check:
+    """One check's last output and the runs in a row that returned it (`UnchangedOutput`).
+
+    The output itself, not a digest of it: comparing the next run's output with it stops at the first difference
+    (an unchanged output is compared whole, which costs a fraction of hashing it), where a digest hashed every
+    output whole (each result a new string, whose hash no one has worked out: 12% of a live check). It holds the
+    result's own strings, at most one output per check identity the map keeps (`max_keys`), as the read
+    tracker's exact re-reads and the loop guard's identical outcomes hold theirs (`TextKey`)."""
+
+    __slots__ = ("edits_at_first", "edits_at_last", "error", "ok", "runs", "text", "warnings")
+
+    def __init__(self, result: ToolResult, edits: int) -> None:
+        self.ok = result.ok
+        self.text = result.text
+        self.error = result.error
+        self.runs = 1  # runs in a row with this output, an edit before each
+        self.edits_at_last = edits  # edits that had run at the last of them
+        self.edits_at_first = edits  # ... and at the first
+        self.warnings = 0
+
+    def returned(self, result: ToolResult) -> bool:
+        """Whether `result` is this output again: the same text and error, and failed or not alike."""
+        return self.ok == result.ok and self.text == result.text and self.error == result.error
+
+
 class UnchangedOutput:
     """The same check (test, build, lint run, script) run again after edits, returning the same output.
 
-    Per identity: the digest of its last result, how many runs in a row returned it with at least one edit
-    before each, and the edit count at the first of them. A run with another output starts over; a run with
-    no edit since the previous one is the consecutive rule's business and is not counted.
+    Per identity: its last output, how many runs in a row returned it with at least one edit before each, and
+    the edit count at the first of them (`_Check`). A run with another output starts over; a run with no edit
+    since the previous one is the consecutive rule's business and is not counted.
     """
 
     __slots__ = ("_checks", "_settings", "edits", "run")
@@ -163,8 +185,7 @@ class UnchangedOutput:
         self._settings = settings
         self.run = run
         self.edits = 0  # edits that ran so far in this run
-        # identity -> [digest, runs with that output, edits at the last run, edits at the first, warnings]
-        self._checks: LRUMap[str, list[int]] = LRUMap(settings.max_keys)
+        self._checks: LRUMap[str, _Check] = LRUMap(settings.max_keys)
 
     def clear(self) -> None:
         self._checks.clear()
@@ -180,23 +201,22 @@ class UnchangedOutput:
             return None
         if result.text is None and result.error is None:  # no output recorded: nothing to compare
             return None
-        digest = result_digest(result)  # a check's alone: kept per check, a digest rather than its text
         edits = self.edits
         entry = self._checks.get(identity)
-        if entry is None or entry[0] != digest:
-            self._checks[identity] = [digest, 1, edits, edits, 0]
+        if entry is None or not entry.returned(result):
+            self._checks[identity] = _Check(result, edits)
             return None
-        if entry[2] == edits:
+        if entry.edits_at_last == edits:
             return None
-        entry[1] += 1
-        entry[2] = edits
+        entry.runs += 1
+        entry.edits_at_last = edits
         s = self._settings
         threshold = s.unchanged_output_warn_at
-        if threshold is None or entry[1] < threshold or entry[4] >= s.max_warnings_per_call:
+        if threshold is None or entry.runs < threshold or entry.warnings >= s.max_warnings_per_call:
             return None
-        entry[4] += 1
+        entry.warnings += 1
         command = command_of(call, self.run)
-        runs, across = entry[1], edits - entry[3]
+        runs, across = entry.runs, edits - entry.edits_at_first
         return Verdict(
             NAME, Action.WARN, "loop_guard.unchanged_output",
             f"Warning: '{command}' has returned the same output {runs} times, across {across} edits: the edits "

@@ -169,6 +169,19 @@ def test_a_changing_output_across_edits_is_the_healthy_cycle() -> None:
     assert timeline(run(steps)) == [A] * 9
 
 
+def test_the_same_text_from_a_run_that_now_fails_or_errs_is_another_output() -> None:
+    # a check's output is its text, its error and whether it failed: the same text changing any of the other two
+    # starts the count over, and only the three together count as unchanged
+    outputs = [{"text": "1 failed"}, {"text": "1 failed", "ok": False}, {"text": "1 failed", "ok": False},
+               {"text": "1 failed", "ok": False, "error": "exit status 1"}, {"text": "1 failed"}]
+    steps = [{**CHECK, "result": outputs[0]}]
+    for i, output in enumerate(outputs[1:]):
+        steps += [edit(i), {**CHECK, "result": output}]
+    assert timeline(run(steps))[::2] == [A] * 5
+    steps += [edit(4), {**CHECK, "result": outputs[-1]}, edit(5), {**CHECK, "result": outputs[-1]}]
+    assert timeline(run(steps))[::2] == [A] * 6 + ["warn unchanged_output"]
+
+
 def test_no_edit_between_runs_is_not_counted() -> None:
     # back to back the consecutive rule speaks (warn at 3), not the unchanged-output rule
     assert timeline(run([check("1 failed")] * 3)) == [A, A, WARN]
