@@ -157,13 +157,25 @@ class _Check:
 
     __slots__ = ("edits_at_first", "edits_at_last", "error", "ok", "runs", "text", "warnings")
 
+    ok: bool
+    text: str | None
+    error: str | None
+    runs: int  # runs in a row with this output, an edit before each
+    edits_at_last: int  # edits that had run at the last of them
+    edits_at_first: int  # ... and at the first
+    warnings: int
+
     def __init__(self, result: ToolResult, edits: int) -> None:
+        self.restart(result, edits)
+
+    def restart(self, result: ToolResult, edits: int) -> None:
+        """`result` is the check's output now, run once so far."""
         self.ok = result.ok
         self.text = result.text
         self.error = result.error
-        self.runs = 1  # runs in a row with this output, an edit before each
-        self.edits_at_last = edits  # edits that had run at the last of them
-        self.edits_at_first = edits  # ... and at the first
+        self.runs = 1
+        self.edits_at_last = edits
+        self.edits_at_first = edits
         self.warnings = 0
 
     def returned(self, result: ToolResult) -> bool:
@@ -202,9 +214,16 @@ class UnchangedOutput:
         if result.text is None and result.error is None:  # no output recorded: nothing to compare
             return None
         edits = self.edits
-        entry = self._checks.get(identity)
-        if entry is None or not entry.returned(result):
-            self._checks[identity] = _Check(result, edits)
+        checks = self._checks
+        entry = checks.get(identity)
+        if entry is None:
+            checks[identity] = _Check(result, edits)
+            return None
+        if not entry.returned(result):
+            # another output (most runs of a check): its entry starts over and is marked used, as assigning a new
+            # one would, without the map's Python `__setitem__` (a key it holds never needs an eviction)
+            entry.restart(result, edits)
+            checks.move_to_end(identity)
             return None
         if entry.edits_at_last == edits:
             return None

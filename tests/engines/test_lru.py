@@ -102,6 +102,31 @@ def test_loop_guard_eviction_forgets_an_outcome_count() -> None:
     assert loop_guard_last(2) == []
 
 
+def unchanged_output_last(max_keys: int) -> list[str]:
+    """The check `pytest` gets another output (which marks it used), a third check comes, then pytest's output
+    stays the same across edits: its count survives at a cap of 2 only if the other output marked it used."""
+    g = guard("default", "loop_guard", max_keys=max_keys, unchanged_output_warn_at=3,
+              outcome_block_threshold=100)
+
+    def edit(i: int) -> None:
+        call(g, "str_replace_editor", "edited", command="str_replace", path="a.py", old_str=f"x{i}", new_str=f"y{i}")
+
+    call(g, "bash", "3 failed", command="pytest")
+    call(g, "bash", "ok", command="ruff check")
+    edit(0)
+    call(g, "bash", "2 failed", command="pytest")  # another output: pytest is now the most recently used
+    call(g, "bash", "ok", command="mypy")  # a third check: at a cap of 2 ruff's entry goes, not pytest's
+    edit(1)
+    call(g, "bash", "2 failed", command="pytest")
+    edit(2)
+    return reasons(call(g, "bash", "2 failed", command="pytest"))
+
+
+def test_loop_guard_another_output_marks_a_check_used() -> None:
+    assert unchanged_output_last(3) == unchanged_output_last(2) == ["loop_guard.unchanged_output"]
+    assert unchanged_output_last(1) == []  # mypy's entry evicted pytest's
+
+
 def failure_tracker_last(max_keys: int) -> list[str]:
     g = guard("hermes-current", "failure_tracker", max_keys=max_keys)
     call(g, "terminal", "boom", ok=False, command="make")
