@@ -76,13 +76,7 @@ def step_from_line(text: str, index: int, path: str | None, line: int) -> Step:
 def plain_step(text: str, index: int) -> Step | None:
     """Step `index` when its line is plainly valid, else None (never an error: the caller then reads the
     line, or the whole file, with the full checks, which word the error)."""
-    got = _fast(text, index)
-    if got is None or not isinstance(got, dict):
-        return got
-    try:
-        return read_step(got, index)
-    except TraceError:
-        return None
+    return _plain(_fast(text, index), index)
 
 
 def plain_steps(text: str, start: int, max_steps: int) -> list[Step] | None:
@@ -102,17 +96,23 @@ def plain_steps(text: str, start: int, max_steps: int) -> list[Step] | None:
         index = len(steps)
         if stop - pos > MAX_STRING or index >= max_steps:
             return None
-        got = _fast_at(text, pos, stop, index)
-        if got is None:
+        step = _plain(_fast_at(text, pos, stop, index), index)
+        if step is None:
             return None
-        if isinstance(got, dict):
-            try:
-                got = read_step(got, index)
-            except TraceError:
-                return None
-        steps.append(got)
+        steps.append(step)
         pos = stop + 1
     return steps
+
+
+def _plain(got: Step | dict[str, Any] | None, index: int) -> Step | None:
+    """The step of a fast read (`_fast`, `_fast_at`): a mapping of an unusual shape read by the step reader; None
+    where the line needs the full checks."""
+    if got is None or not isinstance(got, dict):
+        return got
+    try:
+        return read_step(got, index)
+    except TraceError:
+        return None
 
 
 def _fast(text: str, index: int) -> Step | dict[str, Any] | None:
